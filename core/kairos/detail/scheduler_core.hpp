@@ -1,0 +1,62 @@
+// scheduler_core.hpp: the engine behind BasicScheduler<Clock>, compiled once (core/src).
+// BasicScheduler builds typed task nodes and computes deadlines; everything else happens here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <kairos/clock.hpp>
+#include <kairos/detail/futex.hpp>
+#include <kairos/detail/task.hpp>
+#include <kairos/options.hpp>
+#include <kairos/stats.hpp>
+
+namespace kairos::detail {
+
+class SchedulerCore {
+ public:
+  // Validates the options (std::invalid_argument) and starts the threads.
+  static std::shared_ptr<SchedulerCore> create(const Options& options, ManualClock* clock);
+  virtual ~SchedulerCore() = default;
+
+  std::int64_t now_ns() const noexcept { return manual_ ? manual_->now_ns() : steady_now_ns(); }
+  ManualClock* manual_clock() const noexcept { return manual_; }
+
+  // Takes over the caller's scheduler reference on t, due at `deadline`. Applies the rejection
+  // policy: throws RejectedExecution (abort), completes t as cancelled (discard), or runs it in
+  // the caller (caller_runs). Lock-free unless rejected under discard_oldest.
+  virtual void submit(TaskBase* t, std::int64_t deadline) = 0;
+  // A cancel that won kPending -> kCancelled|kPin on an attached task: posts the remove request
+  // (remove-on-cancel) and clears the pin.
+  virtual void on_cancelled(TaskBase* t) noexcept = 0;
+  // cancel(true) on a running task, and shutdown_now: ask a running execution to stop.
+
+  virtual void shutdown() = 0;
+  virtual std::vector<TaskBase*> shutdown_now() = 0;  // references now owned by the caller
+  virtual bool await_termination(std::int64_t timeout_ns) = 0;
+  virtual bool is_shutdown() const noexcept = 0;
+  virtual bool is_terminating() const noexcept = 0;
+  virtual bool is_terminated() const noexcept = 0;
+  virtual void set_remove_on_cancel(bool) = 0;
+  virtual void set_execute_existing_delayed_tasks_after_shutdown(bool) = 0;
+  virtual void set_continue_existing_periodic_tasks_after_shutdown(bool) = 0;
+  virtual std::size_t queue_size() const noexcept = 0;
+  virtual bool wait_idle(std::int64_t timeout_ns) = 0;
+  virtual SchedulerStats stats() const = 0;
+  // The destructor's work: shutdown_now, drop its tasks, stop and join the threads.
+  virtual void close() noexcept = 0;
+
+ protected:
+  explicit SchedulerCore(ManualClock* clock) noexcept : manual_(clock) {}
+  ManualClock* manual_;
+};
+
+// Runs an orphaned task (from shutdown_now) once in the calling thread, with a fresh stop token.
+void run_orphan(TaskBase* t) noexcept;
+// Completes an orphaned task's future as cancelled.
+void drop_orphan(TaskBase* t) noexcept;
+// Cancels t (ScheduledFuture::cancel). True iff this call moved it to kCancelled.
+bool cancel_task(TaskBase* t, bool may_interrupt_if_running) noexcept;
+
+}  // namespace kairos::detail

@@ -1,0 +1,113 @@
+// future.hpp: ScheduledFuture<T>, the handle every schedule/submit returns.
+// Threads: any thread may use any copy. get() may be called repeatedly on every copy (T
+//          copyable); a move-only T is moved out by the first get(), later calls throw
+//          std::future_error. The task's effects happen-before get() returns (acquire on state).
+// Life:    holds a reference to the task node, so it may outlive its scheduler. delay() on a
+//          ManualClock task reads that clock: keep the clock alive while you ask.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <future>
+#include <type_traits>
+#include <utility>
+
+#include <kairos/clock.hpp>
+#include <kairos/detail/scheduler_core.hpp>
+#include <kairos/detail/task.hpp>
+#include <kairos/duration.hpp>
+#include <kairos/errors.hpp>
+
+namespace kairos {
+
+template <class Clock>
+class BasicScheduler;
+
+template <class T>
+class ScheduledFuture {
+ public:
+  ScheduledFuture() noexcept = default;
+  ScheduledFuture(const ScheduledFuture& o) noexcept : node_(o.node_), clock_(o.clock_) {
+    if (node_) detail::add_ref(node_);
+  }
+  ScheduledFuture(ScheduledFuture&& o) noexcept
+      : node_(std::exchange(o.node_, nullptr)), clock_(o.clock_) {}
+  ScheduledFuture& operator=(ScheduledFuture o) noexcept {
+    std::swap(node_, o.node_);
+    std::swap(clock_, o.clock_);
+    return *this;
+  }
+  ~ScheduledFuture() {
+    if (node_) detail::release(node_);
+  }
+
+  bool valid() const noexcept { return node_ != nullptr; }
+
+  // Blocks until done; returns the value, rethrows the task's exception (same object), or
+  // throws CancelledError. A periodic task's future returns only by exception or cancellation.
+  T get() {
+    check();
+    std::uint32_t s = detail::wait_done(node_, -1);
+    switch (s & detail::kStateMask) {
+      case detail::kNormal:
+        if constexpr (std::is_void_v<T>) {
+          return;
+        } else if constexpr (std::is_copy_constructible_v<T>) {
+          return node_->value;
+        } else {
+          if (node_->state.fetch_or(detail::kMovedOut, std::memory_order_acq_rel) & detail::kMovedOut)
+            throw std::future_error(std::future_errc::future_already_retrieved);
+          return std::move(node_->value);
+        }
+      case detail::kExceptional:
+        std::rethrow_exception(node_->error);
+      default:
+        throw CancelledError("kairos: the task was cancelled");
+    }
+  }
+
+  // Waits at most `timeout` (real time, also on a ManualClock scheduler).
+  template <class Rep, class Period>
+  std::future_status wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    check();
+    std::int64_t t = detail::to_ns_saturated(timeout);
+    if (t < 0) t = 0;
+    std::uint32_t s = detail::wait_done(node_, detail::add_saturated(detail::steady_now_ns(), t));
+    return detail::is_terminal(s) ? std::future_status::ready : std::future_status::timeout;
+  }
+
+  // True iff this call cancelled the task (it had not completed). A running task's future
+  // completes as cancelled at once; with may_interrupt_if_running its stop token is requested.
+  bool cancel(bool may_interrupt_if_running = false) noexcept {
+    return node_ && detail::cancel_task(node_, may_interrupt_if_running);
+  }
+  bool is_done() const noexcept {
+    return node_ && detail::is_terminal(node_->state.load(std::memory_order_acquire));
+  }
+  bool is_cancelled() const noexcept {
+    return node_ && (node_->state.load(std::memory_order_acquire) & detail::kStateMask) == detail::kCancelled;
+  }
+  bool is_periodic() const noexcept { return node_ && node_->periodic(); }
+
+  // Until the next trigger on the scheduler's clock; <= 0 when due.
+  Duration delay() const noexcept {
+    if (!node_) return Duration::zero();
+    std::int64_t d = std::atomic_ref<std::int64_t>(node_->deadline).load(std::memory_order_relaxed);
+    std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
+    return Duration(detail::sub_saturated(d, now));
+  }
+
+ private:
+  template <class Clock>
+  friend class BasicScheduler;
+  using Node = detail::ResultSlot<T>;
+  ScheduledFuture(Node* adopted, const ManualClock* clock) noexcept : node_(adopted), clock_(clock) {}
+  void check() const {
+    if (!node_) throw std::future_error(std::future_errc::no_state);
+  }
+
+  Node* node_ = nullptr;
+  const ManualClock* clock_ = nullptr;
+};
+
+}  // namespace kairos
