@@ -32,9 +32,10 @@ constexpr std::int64_t to_ns_saturated(std::chrono::duration<Rep, Period> d) noe
     return static_cast<std::int64_t>(c);
   } else {
     // Integral ticks: exact in 128-bit arithmetic, then clamp.
-    __int128 ticks = static_cast<__int128>(d.count());
-    __int128 num = ticks * static_cast<__int128>(R::num);
-    __int128 q = num / R::den;
+    __extension__ using i128 = __int128;
+    i128 ticks = static_cast<i128>(d.count());
+    i128 num = ticks * static_cast<i128>(R::num);
+    i128 q = num / R::den;
     if (num % R::den != 0 && num > 0) ++q;  // round up (toward +inf) for positive remainders
     if (q > kMaxNs) return kMaxNs;
     if (q < kMinNs) return kMinNs;

@@ -63,7 +63,7 @@
 #include <kairos/errors.hpp>
 
 #include "threads.hpp"
-#include "timer_heap.hpp"
+#include "timer_queue.hpp"
 
 namespace kairos::detail {
 namespace {
@@ -72,6 +72,7 @@ inline constexpr std::int64_t kAwake = kMinNs;          // `armed` while the lea
 inline constexpr std::uint32_t kRemoved = 1u << 7;      // cancelled under remove-on-cancel
 inline constexpr std::uintptr_t kRemoveTag = 1;         // inbox item: a remove request
 inline constexpr std::size_t kDrainChunk = 256;
+inline constexpr std::uint64_t kDrainEvery = 1024;     // power of two
 inline constexpr std::size_t kMaxBatch = 64;            // due tasks one leader takes at once
 inline constexpr std::size_t kCacheLine = 64;
 
@@ -118,7 +119,7 @@ struct alignas(kCacheLine) Shard {
   // -- guarded by mu (atomics where other threads read them without mu) ----------------------
   alignas(kCacheLine) std::mutex mu;
   std::condition_variable followers_cv;
-  TimerHeap heap;
+  TimerQueue heap;                             // pending tasks (heap + due FIFO)
   std::vector<TaskBase*> unconfirmed;
   std::vector<TaskBase*> running_stoppable;   // executions shutdown_now must ask to stop
   std::uint64_t drained = 0;                   // submissions taken out of the inbox
@@ -241,6 +242,9 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       throw std::bad_alloc();
     }
     sh.notify_earlier(t->deadline);
+    // A leader asleep for a far deadline still drains every kDrainEvery submissions, so the inbox
+    // recycles its blocks instead of growing (and the FIFO check below sees the task soon).
+    if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) sh.kick();
     if (run_state_.load(std::memory_order_seq_cst) != kRunningState) after_racing_shutdown(sh);
   }
 
@@ -516,8 +520,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
                           (st == kShutdown && continue_periodic_.load(std::memory_order_acquire));
       if (may_continue && transition(t, kRunning, kPending)) {
         sh.add_out(-1);
-        bool earliest = sh.heap.push(t);
-        (void)earliest;  // this thread is, or will become, the leader, or the leader is kicked:
+        sh.heap.push(t, now_ns());  // this thread is, or will become, the leader, or the leader is kicked:
         if (sh.has_leader) sh.notify_earlier(t->deadline);
         return;
       }
@@ -574,12 +577,14 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   }
 
   void confirm(Shard& sh) {
-    for (TaskBase* t : sh.unconfirmed) accept(sh, t);
+    if (sh.unconfirmed.empty()) return;
+    std::int64_t now = now_ns();
+    for (TaskBase* t : sh.unconfirmed) accept(sh, t, now);
     sh.unconfirmed.clear();
   }
 
   // A drained submission enters the heap, unless cancelled or refused by the shutdown policies.
-  void accept(Shard& sh, TaskBase* t) {
+  void accept(Shard& sh, TaskBase* t, std::int64_t now) {
     std::uint32_t s = t->state.load(std::memory_order_acquire);
     if ((s & kStateMask) == kCancelled) {
       wait_unpinned(t);
@@ -591,14 +596,14 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
         return;
       }
     } else if (int st = run_state_.load(std::memory_order_seq_cst);
-               st >= kStop ? sh.stop_done : (st == kShutdown && !allowed_after_shutdown(t, now_ns()))) {
+               st >= kStop ? sh.stop_done : (st == kShutdown && !allowed_after_shutdown(t, now))) {
       // Before shutdown_now() took this shard's tasks, it goes to the heap for it to take.
       sh.add_out(1);
       transition(t, kPending, kCancelled);
       drop(sh, t);
       return;
     }
-    sh.heap.push(t);
+    sh.heap.push(t, now);
   }
 
   bool allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept {
@@ -612,12 +617,12 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   void apply_policies(Shard& sh) {
     std::int64_t now = now_ns();
     std::vector<TaskBase*> gone;
-    for (TaskBase* t : sh.heap.items()) {
+    sh.heap.for_each([&](TaskBase* t) {
       std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
       if (s == kCancelled || !allowed_after_shutdown(t, now)) gone.push_back(t);
-    }
+    });
     for (TaskBase* t : gone) {
-      sh.heap.erase(t);
+      sh.heap.erase_any(t);
       std::uint32_t s = t->state.load(std::memory_order_acquire);
       if (!(s & kRemoved) || (s & kStateMask) != kCancelled) sh.add_out(1);
       transition(t, kPending, kCancelled);
@@ -647,7 +652,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     }
     for (TaskBase* t : sh.unconfirmed) rest.push_back(t);
     sh.unconfirmed.clear();
-    for (TaskBase* t : sh.heap.items()) rest.push_back(t);
+    sh.heap.for_each([&](TaskBase* t) { rest.push_back(t); });
     sh.heap.clear();
     for (TaskBase* t : rest) {
       std::uint32_t s = t->state.load(std::memory_order_acquire);
@@ -680,7 +685,10 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       Shard& sh = *shp;
       std::unique_lock lk(sh.mu);
       drain_all(sh, lk);
-      for (TaskBase* t : sh.heap.items()) {
+      std::vector<TaskBase*> pending;
+      sh.heap.for_each([&](TaskBase* t) { pending.push_back(t); });
+      for (TaskBase* t : pending) {
+        t->heap_index = kNotInHeap;
         std::uint32_t s = t->state.load(std::memory_order_acquire);
         if (!((s & kStateMask) == kCancelled && (s & kRemoved))) sh.add_out(1);
         if (transition(t, kPending, kOrphan)) {

@@ -35,6 +35,8 @@ struct FreeNode {
 static_assert(sizeof(FreeNode) <= kClassSizes[0]);
 
 std::atomic<SlabAllocFn> g_slab_alloc{nullptr};
+
+void* default_slab() noexcept { return ::operator new(kSlabBytes, std::nothrow); }
 std::atomic<std::size_t> g_slab_bytes{0};
 
 struct ClassPool {
@@ -60,7 +62,7 @@ struct ClassPool {
       if (cur == nullptr || static_cast<std::size_t>(end - cur) < size) {
         if (got > 0) break;
         SlabAllocFn fn = g_slab_alloc.load(std::memory_order_acquire);
-        void* slab = fn ? fn(kSlabBytes) : ::operator new(kSlabBytes, std::nothrow);
+        void* slab = fn ? fn(kSlabBytes) : default_slab();
         if (slab == nullptr) throw std::bad_alloc();
         g_slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
         cur = static_cast<char*>(slab);
@@ -121,6 +123,7 @@ void* task_alloc(std::uint8_t cls) {
   FreeNode* n = pc.head;
   pc.head = n->next;
   --pc.count;
+  if (pc.head) __builtin_prefetch(pc.head, 1);  // the next allocation's node, and its link
   KAIROS_UNPOISON(n, kClassSizes[cls]);
   return n;
 }
