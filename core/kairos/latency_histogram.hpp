@@ -461,6 +461,7 @@ class LatencyHistogram {
     }
     if (min_value > static_cast<std::uint64_t>(kMaxValue) || max_value > static_cast<std::uint64_t>(kMaxValue))
       in.fail("min and max must be at most 2^63 - 1");
+    if (min_value > max_value) in.fail("min is above max");
     std::size_t first = 0, last = kBucketCount - 1;
     while (counts_[first] == 0) ++first;
     while (counts_[last] == 0) --last;

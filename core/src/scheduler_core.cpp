@@ -284,10 +284,12 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     bool ok = t->ops->invoke(t);
     if (!t->periodic()) {
       finish_one_shot(t, ok);
+      release(t);
       return;
     }
     if (!ok) {
       fail_periodic(t, sh);
+      release(t);
       return;
     }
     std::int64_t next = next_deadline(t);
@@ -365,6 +367,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     sh.threads_alive -= 1;
     if (sh.threads_alive == 0) settle_after_exit(sh);
     sh.followers_cv.notify_all();
+    sh.kick();  // a leader asleep on the futex re-checks must_exit too
     lk.unlock();
     t_worker_of = nullptr;
     if (live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
