@@ -11,7 +11,8 @@
 //   behind a slow call is counted, not hidden (no coordinated omission). A call that starts
 //   late shows as such in max_behind.
 // Threads: run_for() and run_count() block the calling thread until the last call returns; the
-//   function runs on a scheduler thread. One run at a time per BasicPacer object.
+//   function runs on a scheduler thread. One run at a time per BasicPacer object. Do not start a
+//   run from inside a task of the same scheduler: the calls may need the very thread that waits.
 // Errors:  a period <= 0 throws std::invalid_argument. An exception from the function stops the
 //   run and is rethrown by run_for()/run_count(). A run that the scheduler ends (shutdown,
 //   shutdown_now, or a rejected submission) throws CancelledError / RejectedExecution.

@@ -39,7 +39,7 @@ class BasicScheduler {
                 "kairos: Clock is SteadyClock or ManualClock");
 
  public:
-  using clock = Clock;
+  using clock_type = Clock;
   using time_point = typename Clock::time_point;
 
   explicit BasicScheduler(Options options = {})

@@ -392,6 +392,11 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       std::uint32_t w = sh.wake_word.load(std::memory_order_seq_cst);
       bool got = drain(sh);
       if (must_exit(sh)) return 0;
+      if (run_state_.load(std::memory_order_seq_cst) >= kStop) {
+        // Nothing starts after shutdown_now(); it takes the tasks and kicks this thread out.
+        wait(sh, lk, w, kMaxNs);
+        continue;
+      }
       std::int64_t now = now_ns();
       std::size_t n = 0;
       std::size_t max = opt_.threads_per_shard == 1 ? kMaxBatch : 1;
@@ -402,7 +407,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
         if (t->periodic()) break;  // its next run may come before the rest: re-queue it first
       }
       if (n > 0) return n;
-      if (sh.inbox_has_work()) {
+      if (sh.inbox_has_work() || !sh.unconfirmed.empty()) {
         // An item is on its way (a producer between fetch_add and enqueue) or unconfirmed.
         if (!got && ++idle_spins > 64) std::this_thread::yield();
         continue;
