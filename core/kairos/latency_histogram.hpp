@@ -105,6 +105,9 @@ class LatencyHistogram {
     max_ = 0;
   }
 
+  // Same samples recorded (bucket by bucket), same count, below_zero, min, max and sum.
+  bool operator==(const LatencyHistogram&) const = default;
+
   std::uint64_t count() const noexcept { return count_; }            // samples >= 0
   std::uint64_t below_zero() const noexcept { return below_zero_; }  // samples < 0
   bool empty() const noexcept { return count_ == 0; }

@@ -85,11 +85,11 @@ class BasicScheduler {
     check_callable(f);
     auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture);
     n->core = core_.get();
-    core_->submit(n, core_->now_ns());
+    core_->submit(n, deadline_after(Duration::zero()));
   }
   template <class F>
   auto submit(F&& f) {
-    return submit_one(std::forward<F>(f), core_->now_ns(), 0);
+    return submit_one(std::forward<F>(f), deadline_after(Duration::zero()), 0);
   }
 
   void shutdown() { core_->shutdown(); }
@@ -99,7 +99,8 @@ class BasicScheduler {
     std::vector<detail::TaskBase*> nodes = core_->shutdown_now();
     std::vector<Task> out;
     out.reserve(nodes.size());
-    for (detail::TaskBase* n : nodes) out.emplace_back(n);
+    auto handler = core_->uncaught_handler();
+    for (detail::TaskBase* n : nodes) out.emplace_back(n, handler);
     return out;
   }
   template <class Rep, class Period>
@@ -147,7 +148,12 @@ class BasicScheduler {
   std::int64_t deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;  // a negative delay means "as soon as possible" (Java normalises to 0)
-    return detail::add_saturated(core_->now_ns(), d);
+    std::int64_t now = core_->now_ns();
+    std::int64_t deadline;
+    // Past the clock's range (or Duration::max()): the largest deadline, which means never.
+    if (__builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs) return detail::kMaxNs;
+    // Exactly at the end of a ManualClock's time: due then, not never.
+    return deadline == detail::kMaxNs ? detail::kMaxNs - 1 : deadline;
   }
 
   template <class F>

@@ -12,12 +12,14 @@ namespace kairos {
 
 class Task {
  public:
-  explicit Task(detail::TaskBase* adopted) noexcept : node_(adopted) {}
-  Task(Task&& o) noexcept : node_(std::exchange(o.node_, nullptr)) {}
+  Task(detail::TaskBase* adopted, detail::SchedulerCore::UncaughtHandler on_uncaught) noexcept
+      : node_(adopted), on_uncaught_(std::move(on_uncaught)) {}
+  Task(Task&& o) noexcept : node_(std::exchange(o.node_, nullptr)), on_uncaught_(std::move(o.on_uncaught_)) {}
   Task& operator=(Task&& o) noexcept {
     if (this != &o) {
       reset();
       node_ = std::exchange(o.node_, nullptr);
+      on_uncaught_ = std::move(o.on_uncaught_);
     }
     return *this;
   }
@@ -26,7 +28,7 @@ class Task {
   ~Task() { reset(); }
 
   void run() noexcept {
-    if (detail::TaskBase* n = std::exchange(node_, nullptr)) detail::run_orphan(n);
+    if (detail::TaskBase* n = std::exchange(node_, nullptr)) detail::run_orphan(n, on_uncaught_.get());
   }
   bool is_periodic() const noexcept { return node_ && node_->periodic(); }
   explicit operator bool() const noexcept { return node_ != nullptr; }
@@ -36,6 +38,7 @@ class Task {
     if (detail::TaskBase* n = std::exchange(node_, nullptr)) detail::drop_orphan(n);
   }
   detail::TaskBase* node_;
+  detail::SchedulerCore::UncaughtHandler on_uncaught_;
 };
 
 }  // namespace kairos

@@ -13,10 +13,10 @@
 // racing shutdown).
 //
 // Counting (queue_size, capacity). Per shard, all monotone: next_seq (sequence numbers handed
-// out), abandoned (taken but never enqueued), cancel_removed (pending tasks cancelled under
+// out), abandoned (taken but never enqueued), removes_requested (pending tasks cancelled under
 // remove-on-cancel: they leave the count when cancel() returns), out (tasks that left the shard
 // otherwise: started, dropped, cancelled by a policy; minus periodic re-queues).
-// pending = next_seq - abandoned - cancel_removed - out.
+// pending = next_seq - abandoned - removes_requested - out.
 //
 // FIFO across producers. The seq is a fetch_add on next_seq, so a submission that returned
 // before another started has the smaller seq. moodycamel gives no order between producers, and
@@ -76,6 +76,12 @@ inline constexpr std::uint64_t kDrainEvery = 1024;     // power of two
 inline constexpr std::size_t kMaxBatch = 64;            // due tasks one leader takes at once
 inline constexpr std::size_t kCacheLine = 64;
 
+// The largest deadline means "never" (hours::max(), a saturated period), even when a
+// ManualClock has been advanced to its end.
+constexpr bool is_due(std::int64_t deadline, std::int64_t now) noexcept {
+  return deadline <= now && deadline != kMaxNs;
+}
+
 enum RunState : int { kRunningState = 0, kShutdown = 1, kStop = 2, kTerminated = 3 };
 
 void wait_unpinned(TaskBase* t) noexcept {
@@ -108,8 +114,8 @@ struct alignas(kCacheLine) Shard {
   // -- written by producers --------------------------------------------------------------------
   alignas(kCacheLine) std::atomic<std::uint64_t> next_seq{0};
   std::atomic<std::uint64_t> abandoned{0};
-  alignas(kCacheLine) std::atomic<std::uint64_t> cancel_removed{0};
-  std::atomic<std::uint64_t> removes_requested{0};
+  alignas(kCacheLine) std::atomic<std::uint64_t> removes_requested{0};  // by remove-on-cancel
+  std::atomic<std::uint64_t> removes_lost{0};       // requests whose enqueue failed (no memory)
   std::atomic<std::uint64_t> rejected{0};
   alignas(kCacheLine) moodycamel::ConcurrentQueue<TaskBase*> inbox{1024};
   // -- the leader's wait; producers read `armed` and bump wake_word --------------------------
@@ -122,8 +128,13 @@ struct alignas(kCacheLine) Shard {
   TimerQueue heap;                             // pending tasks (heap + due FIFO)
   std::vector<TaskBase*> unconfirmed;
   std::vector<TaskBase*> running_stoppable;   // executions shutdown_now must ask to stop
-  std::uint64_t drained = 0;                   // submissions taken out of the inbox
-  std::uint64_t removes_done = 0;
+  // Per worker: due tasks it popped and has not started yet (still kPending, so a cancel or
+  // shutdown_now() can take them); nullptr where shutdown_now() took one.
+  std::vector<std::vector<TaskBase*>> staged;
+  // Written under mu; atomic because the leader reads them while it waits without mu (a stale
+  // value only makes it look once more).
+  std::atomic<std::uint64_t> drained{0};       // submissions taken out of the inbox
+  std::atomic<std::uint64_t> removes_done{0};
   bool has_leader = false;
   bool stop_done = false;                      // shutdown_now() has taken this shard's tasks
   unsigned running = 0;                        // tasks popped and not yet finished
@@ -139,15 +150,19 @@ struct alignas(kCacheLine) Shard {
     return next_seq.load(std::memory_order_seq_cst) - abandoned.load(std::memory_order_seq_cst);
   }
   std::int64_t pending() const noexcept {
-    return static_cast<std::int64_t>(submitted() - cancel_removed.load(std::memory_order_acquire)) -
+    return static_cast<std::int64_t>(submitted() - removes_requested.load(std::memory_order_acquire)) -
            out.load(std::memory_order_acquire);
+  }
+  static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu held: single writer
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   void add_out(std::int64_t d) noexcept {  // mu held: single writer
     out.store(out.load(std::memory_order_relaxed) + d, std::memory_order_release);
   }
   bool inbox_has_work() const noexcept {
-    return submitted() != drained ||
-           removes_requested.load(std::memory_order_seq_cst) != removes_done;
+    return submitted() != drained.load(std::memory_order_relaxed) ||
+           removes_requested.load(std::memory_order_seq_cst) - removes_lost.load(std::memory_order_seq_cst) !=
+               removes_done.load(std::memory_order_relaxed);
   }
   // Wakes the leader if it waits for a later deadline than `deadline` (see the header comment).
   void notify_earlier(std::int64_t deadline) noexcept {
@@ -192,13 +207,16 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     unsigned index = 0;
     for (unsigned s = 0; s < opt_.shards; ++s) {
       shards_[s]->threads_alive = opt_.threads_per_shard;
+      shards_[s]->staged.resize(opt_.threads_per_shard);
       for (unsigned n = 0; n < opt_.threads_per_shard; ++n, ++index) {
         int cpu = opt_.cpus.empty() ? -1 : opt_.cpus[index % opt_.cpus.size()];
         std::string name = opt_.name + "-" + std::to_string(s) + "-" + std::to_string(n);
-        threads_.emplace_back([self = shared_from_this(), s, cpu, name] { self->worker_main(s, cpu, name); });
+        threads_.emplace_back([self = shared_from_this(), s, n, cpu, name] { self->worker_main(s, n, cpu, name); });
       }
     }
   }
+
+  UncaughtHandler uncaught_handler() const noexcept override { return on_uncaught_; }
 
   // ---- ClockListener --------------------------------------------------------------------------
   void on_clock_advanced() noexcept override {
@@ -219,7 +237,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       for (;;) {
         seq = sh.next_seq.load(std::memory_order_seq_cst);
         std::int64_t pending = static_cast<std::int64_t>(seq - sh.abandoned.load(std::memory_order_acquire) -
-                                                         sh.cancel_removed.load(std::memory_order_acquire)) -
+                                                         sh.removes_requested.load(std::memory_order_acquire)) -
                                sh.out.load(std::memory_order_acquire);
         if (pending >= static_cast<std::int64_t>(opt_.capacity)) {
           if (opt_.rejection == Rejection::discard_oldest && make_room(sh)) continue;
@@ -234,6 +252,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   // Enqueues t with sequence number seq (already taken) and wakes the leader if needed.
   void publish(TaskBase* t, Shard& sh, std::uint64_t seq) {
     t->seq = seq;
+    const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
     // enqueue publishes t's fields (release inside moodycamel; the leader's dequeue acquires).
     if (!sh.inbox.enqueue(t)) {
       sh.abandoned.fetch_add(1, std::memory_order_seq_cst);
@@ -241,7 +260,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       release(t);
       throw std::bad_alloc();
     }
-    sh.notify_earlier(t->deadline);
+    sh.notify_earlier(deadline);
     // A leader asleep for a far deadline still drains every kDrainEvery submissions, so the inbox
     // recycles its blocks instead of growing (and the FIFO check below sees the task soon).
     if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) sh.kick();
@@ -307,6 +326,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   bool make_room(Shard& sh) {
     std::unique_lock lk(sh.mu);
     drain_all(sh, lk);
+    sh.kick();  // what was drained here may be earlier than the deadline the leader sleeps for
     while (!sh.heap.empty()) {
       TaskBase* t = sh.heap.pop();
       transition(t, kPending, kCancelled);  // a retained cancelled task makes room as well
@@ -323,32 +343,47 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     // t is kCancelled|kPin: attached, so this shard is alive until the pin is cleared below.
     Shard& sh = *shards_[t->shard];
     if (remove_on_cancel_.load(std::memory_order_acquire)) {
-      t->state.fetch_or(kRemoved, std::memory_order_relaxed);  // read after the pin clears (acquire)
-      sh.cancel_removed.fetch_add(1, std::memory_order_acq_rel);
       add_ref(t);  // the remove request's reference
+      // seq_cst: pairs with the leader's check before it sleeps, like next_seq (see the top).
       std::uint64_t n = sh.removes_requested.fetch_add(1, std::memory_order_seq_cst);
       if (!sh.inbox.enqueue(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) | kRemoveTag))) {
-        // Could not post the request: the task stays in the heap until its deadline, still
-        // cancelled and already uncounted. Undo the request's bookkeeping.
-        sh.removes_requested.fetch_sub(1, std::memory_order_seq_cst);
+        // Could not post the request: the task stays in the heap until its deadline, cancelled
+        // and already uncounted.
+        sh.removes_lost.fetch_add(1, std::memory_order_seq_cst);
         release(t);
-      } else if ((n & 255) == 255) {
-        sh.kick();  // a sleeping leader frees removed tasks in batches, not only at its deadline
+      } else if ((n & 255) == 255 || run_state_.load(std::memory_order_acquire) != kRunningState) {
+        // A sleeping leader frees removed tasks in batches, not only at its deadline; after
+        // shutdown at once, since the removal may be what lets the scheduler terminate.
+        sh.kick();
       }
+      // Sets kRemoved and clears the pin in one step. release: whoever waits for the pin to
+      // clear (acquire) then sees kRemoved and the request in the inbox.
+      t->state.fetch_xor(kPin | kRemoved, std::memory_order_release);
+      return;
     }
-    // release: the leader that waits for the pin sees kRemoved and the enqueue.
     t->state.fetch_and(~kPin, std::memory_order_release);
   }
 
   // ---- the shard's threads ------------------------------------------------------------------
-  void worker_main(unsigned s, int cpu, const std::string& name) {
+  // One execution slot of a batch (locals of the worker).
+  struct Slot {
+    TaskBase* task;
+    std::int64_t deadline;  // the deadline it was due at (a periodic task's moves on)
+    std::int64_t start;     // when it started (lateness), if recorded
+    bool started_at_pop;    // a stoppable task: started under mu, alone in its batch
+    bool started;
+  };
+
+  void worker_main(unsigned s, unsigned index, int cpu, const std::string& name) {
     set_current_thread_name(name);
     set_timer_slack_1ns();
     if (cpu >= 0) pin_current_thread(cpu);
     t_worker_of = this;
     Shard& sh = *shards_[s];
     std::unique_lock lk(sh.mu);
-    TaskBase* batch[kMaxBatch];
+    std::vector<TaskBase*>& staged = sh.staged[index];
+    staged.reserve(kMaxBatch);
+    Slot batch[kMaxBatch];
     for (;;) {
       while (sh.has_leader && !must_exit(sh)) sh.followers_cv.wait(lk);
       if (must_exit(sh)) break;
@@ -356,12 +391,14 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       std::size_t n = lead(sh, lk, batch);
       sh.has_leader = false;
       if (n == 0) continue;  // must_exit became true
+      for (std::size_t i = 0; i < n; ++i) staged.push_back(batch[i].task);
       sh.running += 1;
       if (opt_.threads_per_shard > 1) sh.followers_cv.notify_one();  // promote a follower
       lk.unlock();
       for (std::size_t i = 0; i < n; ++i) run_task(sh, batch[i]);
       lk.lock();
-      for (std::size_t i = 0; i < n; ++i) after_run(sh, batch[i]);
+      for (std::size_t i = 0; i < n; ++i) after_run(sh, batch[i], staged[i] == nullptr);
+      staged.clear();
       sh.running -= 1;
     }
     sh.threads_alive -= 1;
@@ -384,9 +421,11 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     return sh.heap.empty() && sh.unconfirmed.empty() && sh.running == 0 && !sh.inbox_has_work();
   }
 
-  // The leader's loop: returns with due tasks (kRunning, counted out) in `batch`, or 0 when the
-  // thread must exit. mu held on entry and exit; released while waiting.
-  std::size_t lead(Shard& sh, std::unique_lock<std::mutex>& lk, TaskBase** batch) {
+  // The leader's loop: returns with due tasks in `batch`, or 0 when the thread must exit. The
+  // tasks stay kPending until their runner starts them, one after another (a due task waiting
+  // behind a long one can still be cancelled, or taken by shutdown_now()). mu held on entry and
+  // exit; released while waiting.
+  std::size_t lead(Shard& sh, std::unique_lock<std::mutex>& lk, Slot* batch) {
     int idle_spins = 0;
     for (;;) {
       std::uint32_t w = sh.wake_word.load(std::memory_order_seq_cst);
@@ -400,11 +439,19 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       std::int64_t now = now_ns();
       std::size_t n = 0;
       std::size_t max = opt_.threads_per_shard == 1 ? kMaxBatch : 1;
-      while (n < max && !sh.heap.empty() && sh.heap.top()->deadline <= now) {
-        TaskBase* t = sh.heap.pop();
-        if (!start_task(sh, t, now)) continue;
-        batch[n++] = t;
-        if (t->periodic()) break;  // its next run may come before the rest: re-queue it first
+      while (n < max && !sh.heap.empty() && is_due(sh.heap.top()->deadline, now)) {
+        TaskBase* t = sh.heap.top();
+        bool stoppable = t->flags & kStoppable;
+        if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu
+        sh.heap.pop();
+        if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
+          drop_cancelled(sh, t);
+          continue;
+        }
+        if (stoppable && !start_stoppable(sh, t)) continue;
+        batch[n++] = Slot{t, t->deadline, 0, stoppable, stoppable};
+        if (t->periodic() || stoppable) break;  // a periodic task's next run may come before the
+                                                // rest: re-queue it first
       }
       if (n > 0) return n;
       if (sh.inbox_has_work() || !sh.unconfirmed.empty()) {
@@ -420,7 +467,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   // Waits until `deadline`, a submission, or a kick. mu held on entry and exit.
   void wait(Shard& sh, std::unique_lock<std::mutex>& lk, std::uint32_t w, std::int64_t deadline) {
     sh.armed.store(deadline, std::memory_order_seq_cst);
-    if (sh.inbox_has_work() || now_ns() >= deadline || must_exit(sh)) {
+    if (sh.inbox_has_work() || is_due(deadline, now_ns()) || must_exit(sh)) {
       sh.armed.store(kAwake, std::memory_order_seq_cst);
       return;
     }
@@ -459,19 +506,22 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       cpu_relax();
   }
 
-  // A popped task's start: kPending -> kRunning, or dropped if cancelled. mu held.
-  bool start_task(Shard& sh, TaskBase* t, std::int64_t now) {
-    if (t->flags & kStoppable) prepare_stop(t);
-    if (!transition(t, kPending, kRunning)) {  // cancelled while pending
-      wait_unpinned(t);
-      if (!(t->state.load(std::memory_order_acquire) & kRemoved)) sh.add_out(1);  // else uncounted at cancel()
-      drop(sh, t);
+  // A task that left the heap cancelled: it leaves the count unless cancel() already took it out.
+  void drop_cancelled(Shard& sh, TaskBase* t) noexcept {
+    wait_unpinned(t);
+    if (!(t->state.load(std::memory_order_acquire) & kRemoved)) sh.add_out(1);
+    drop(sh, t);
+  }
+
+  // A task taking a stop token starts under mu: a fresh stop source, kPending -> kRunning, and
+  // registered for shutdown_now()'s stop requests. False (dropped) if it was cancelled.
+  bool start_stoppable(Shard& sh, TaskBase* t) {
+    prepare_stop(t);
+    if (!transition(t, kPending, kRunning)) {
+      drop_cancelled(sh, t);
       return false;
     }
-    sh.add_out(1);
-    sh.ran.fetch_add(1, std::memory_order_relaxed);
-    if (opt_.record_lateness) sh.lateness.record(now - t->deadline);
-    if (t->flags & kStoppable) sh.running_stoppable.push_back(t);
+    sh.running_stoppable.push_back(t);
     return true;
   }
 
@@ -483,9 +533,14 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     }
   }
 
-  // Runs one execution (no lock held).
-  void run_task(Shard& sh, TaskBase* t) {
-    if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) return;  // cancelled after pop
+  // Starts and runs one execution (no lock held). Leaves slot.started false if the task was
+  // cancelled or taken by shutdown_now() while it waited in the batch.
+  void run_task(Shard& sh, Slot& slot) {
+    TaskBase* t = slot.task;
+    if (!slot.started_at_pop) slot.started = transition(t, kPending, kRunning);
+    if (!slot.started) return;
+    if (opt_.record_lateness) slot.start = now_ns();
+    if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) return;  // cancelled after start
     bool ok = t->ops->invoke(t);
     if (!t->periodic()) {
       finish_one_shot(t, ok);
@@ -518,8 +573,18 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     return add_saturated(t->deadline, p->period);
   }
 
-  // After an execution, under mu: re-queue a periodic task or let the task go.
-  void after_run(Shard& sh, TaskBase* t) {
+  // After a batch, under mu: counts each task out, re-queues a periodic task or lets it go.
+  // taken: shutdown_now() took the task before it started (it holds its own reference).
+  void after_run(Shard& sh, const Slot& slot, bool taken) {
+    TaskBase* t = slot.task;
+    if (!slot.started) {
+      if (taken) release(t);       // counted out by shutdown_now()
+      else drop_cancelled(sh, t);  // cancelled while it waited in the batch
+      return;
+    }
+    sh.add_out(1);
+    sh.ran.fetch_add(1, std::memory_order_relaxed);
+    if (opt_.record_lateness) sh.lateness.record(slot.start - slot.deadline);
     if (t->flags & kStoppable) std::erase(sh.running_stoppable, t);
     std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
     if (t->periodic() && s == kRunning) {
@@ -577,10 +642,10 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kRemoveTag);
       if (sh.heap.erase(t)) release(t);  // the heap's reference (its count left at cancel())
       release(t);                        // the request's reference
-      ++sh.removes_done;
+      Shard::bump(sh.removes_done);
       return;
     }
-    ++sh.drained;
+    Shard::bump(sh.drained);
     sh.unconfirmed.push_back(item);
   }
 
@@ -617,7 +682,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   bool allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept {
     if (run_state_.load(std::memory_order_seq_cst) >= kStop) return false;
     if (t->periodic()) return continue_periodic_.load(std::memory_order_acquire);
-    return t->deadline <= now || exec_delayed_.load(std::memory_order_acquire);
+    return is_due(t->deadline, now) || exec_delayed_.load(std::memory_order_acquire);
   }
 
   // Under mu after shutdown: cancels and removes what the policies no longer allow, and every
@@ -650,9 +715,9 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
           TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kRemoveTag);
           if (sh.heap.erase(t)) release(t);
           release(t);
-          ++sh.removes_done;
+          Shard::bump(sh.removes_done);
         } else {
-          ++sh.drained;
+          Shard::bump(sh.drained);
           rest.push_back(buf[i]);
         }
       }
@@ -706,6 +771,16 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
         }
       }
       sh.heap.clear();
+      for (std::vector<TaskBase*>& staged : sh.staged) {
+        for (TaskBase*& t : staged) {
+          if (t != nullptr && transition(t, kPending, kOrphan)) {
+            add_ref(t);  // the Task's; the runner releases the batch's own
+            sh.add_out(1);
+            orphans.push_back(t);
+            t = nullptr;
+          }
+        }
+      }
       sh.stop_done = true;
       for (TaskBase* t : sh.running_stoppable)
         if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
@@ -762,7 +837,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     std::vector<std::uint64_t> subs, removes;
     for (auto& sh : shards_) {
       subs.push_back(sh->submitted());
-      removes.push_back(sh->removes_requested.load(std::memory_order_seq_cst));
+      removes.push_back(sh->removes_requested.load(std::memory_order_seq_cst) - sh->removes_lost.load(std::memory_order_seq_cst));
     }
     for (int round = 0;; ++round) {
       bool idle = true;
@@ -772,8 +847,8 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
         std::lock_guard lk(sh.mu);
         bool dead = sh.threads_alive == 0;
         if (sh.running != 0) idle = false;
-        else if (!dead && (sh.drained < subs[i] || sh.removes_done < removes[i] || !sh.unconfirmed.empty())) idle = false;
-        else if (!dead && !sh.heap.empty() && sh.heap.top()->deadline <= now) idle = false;
+        else if (!dead && (sh.drained.load() < subs[i] || sh.removes_done.load() < removes[i] || !sh.unconfirmed.empty())) idle = false;
+        else if (!dead && !sh.heap.empty() && is_due(sh.heap.top()->deadline, now)) idle = false;
         if (!idle) sh.kick();
       }
       if (idle) return true;
@@ -790,7 +865,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       ShardStats s;
       s.submitted = sh.submitted();
       s.ran = sh.ran.load(std::memory_order_relaxed);
-      s.cancelled = sh.cancelled.load(std::memory_order_relaxed) + sh.cancel_removed.load(std::memory_order_relaxed);
+      s.cancelled = sh.cancelled.load(std::memory_order_relaxed) + sh.removes_requested.load(std::memory_order_relaxed);
       s.rejected = sh.rejected.load(std::memory_order_relaxed);
       s.pending = static_cast<std::uint64_t>(std::max<std::int64_t>(0, sh.pending()));
       s.periodic_failures = sh.periodic_failures.load(std::memory_order_relaxed);
@@ -846,6 +921,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   std::mutex term_mu_;
   std::condition_variable term_cv_;
   bool listening_ = false;
+  UncaughtHandler on_uncaught_ = std::make_shared<const std::function<void(std::exception_ptr)>>(opt_.on_uncaught);
 };
 
 thread_local const Core* Core::t_worker_of = nullptr;
@@ -892,7 +968,7 @@ bool cancel_task(TaskBase* t, bool may_interrupt_if_running) noexcept {
   }
 }
 
-void run_orphan(TaskBase* t) noexcept {
+void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_uncaught) noexcept {
   if (transition(t, kOrphan, kRunning)) {
     if (std::stop_source* src = t->ops->stop_source(t)) *src = std::stop_source();
     bool ok = t->ops->invoke(t);
@@ -902,7 +978,9 @@ void run_orphan(TaskBase* t) noexcept {
     } else {
       transition(t, kRunning, ok ? kNormal : kExceptional);
     }
-    if (!ok && (t->flags & kNoFuture)) report_uncaught({}, static_cast<ResultSlot<void>*>(t)->error);
+    if (!ok && (t->flags & kNoFuture || t->periodic()))
+      report_uncaught(on_uncaught ? *on_uncaught : std::function<void(std::exception_ptr)>{},
+                      static_cast<ResultSlot<void>*>(t)->error);
   }
   release(t);
 }

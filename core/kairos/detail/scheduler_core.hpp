@@ -3,6 +3,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -19,6 +21,10 @@ class SchedulerCore {
   // Validates the options (std::invalid_argument) and starts the threads.
   static std::shared_ptr<SchedulerCore> create(const Options& options, ManualClock* clock);
   virtual ~SchedulerCore() = default;
+
+  using UncaughtHandler = std::shared_ptr<const std::function<void(std::exception_ptr)>>;
+  // Options::on_uncaught, shared with the Tasks shutdown_now() returns (they may outlive us).
+  virtual UncaughtHandler uncaught_handler() const noexcept = 0;
 
   std::int64_t now_ns() const noexcept { return manual_ ? manual_->now_ns() : steady_now_ns(); }
   ManualClock* manual_clock() const noexcept { return manual_; }
@@ -52,8 +58,9 @@ class SchedulerCore {
   ManualClock* manual_;
 };
 
-// Runs an orphaned task (from shutdown_now) once in the calling thread, with a fresh stop token.
-void run_orphan(TaskBase* t) noexcept;
+// Runs an orphaned task (from shutdown_now) once in the calling thread, with a fresh stop token;
+// an execute()d task's exception goes to `on_uncaught` (stderr if empty).
+void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_uncaught) noexcept;
 // Completes an orphaned task's future as cancelled.
 void drop_orphan(TaskBase* t) noexcept;
 // Cancels t (ScheduledFuture::cancel). True iff this call moved it to kCancelled.
