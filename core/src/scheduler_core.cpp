@@ -139,7 +139,7 @@ struct alignas(kCacheLine) Shard {
   bool stop_done = false;                      // shutdown_now() has taken this shard's tasks
   unsigned running = 0;                        // tasks popped and not yet finished
   unsigned threads_alive = 0;
-  std::atomic<std::int64_t> out{0};            // see "Counting"; written under mu
+  std::atomic<std::int64_t> out{0};            // see "Counting"
   std::atomic<std::uint64_t> ran{0};
   std::atomic<std::uint64_t> cancelled{0};
   std::atomic<std::uint64_t> periodic_failures{0};
@@ -156,9 +156,9 @@ struct alignas(kCacheLine) Shard {
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu held: single writer
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  void add_out(std::int64_t d) noexcept {  // mu held: single writer
-    out.store(out.load(std::memory_order_relaxed) + d, std::memory_order_release);
-  }
+  // Under mu, or by a runner that just started a batched task (hence an RMW). release: a
+  // reader that sees the new count also sees the transition that caused it.
+  void add_out(std::int64_t d) noexcept { out.fetch_add(d, std::memory_order_release); }
   bool inbox_has_work() const noexcept {
     return submitted() != drained.load(std::memory_order_relaxed) ||
            removes_requested.load(std::memory_order_seq_cst) - removes_lost.load(std::memory_order_seq_cst) !=
@@ -522,6 +522,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       return false;
     }
     sh.running_stoppable.push_back(t);
+    sh.add_out(1);
     return true;
   }
 
@@ -537,8 +538,11 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   // cancelled or taken by shutdown_now() while it waited in the batch.
   void run_task(Shard& sh, Slot& slot) {
     TaskBase* t = slot.task;
-    if (!slot.started_at_pop) slot.started = transition(t, kPending, kRunning);
-    if (!slot.started) return;
+    if (!slot.started_at_pop) {
+      slot.started = transition(t, kPending, kRunning);
+      if (!slot.started) return;
+      sh.add_out(1);  // it left the queue (queue_size) the moment it started
+    }
     if (opt_.record_lateness) slot.start = now_ns();
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) return;  // cancelled after start
     bool ok = t->ops->invoke(t);
@@ -582,7 +586,6 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       else drop_cancelled(sh, t);  // cancelled while it waited in the batch
       return;
     }
-    sh.add_out(1);
     sh.ran.fetch_add(1, std::memory_order_relaxed);
     if (opt_.record_lateness) sh.lateness.record(slot.start - slot.deadline);
     if (t->flags & kStoppable) std::erase(sh.running_stoppable, t);
@@ -978,7 +981,7 @@ void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_u
     } else {
       transition(t, kRunning, ok ? kNormal : kExceptional);
     }
-    if (!ok && (t->flags & kNoFuture || t->periodic()))
+    if (!ok && (t->flags & kNoFuture))
       report_uncaught(on_uncaught ? *on_uncaught : std::function<void(std::exception_ptr)>{},
                       static_cast<ResultSlot<void>*>(t)->error);
   }
