@@ -1,0 +1,69 @@
+// w2_timeout_churn.hpp, W2 of WORKLOADS.md: the order-timeout pattern, almost every timer cancelled.
+//   producer --schedule(i, 10 s), cancel(i - 1024)--> System      (remove-on-cancel on)
+// Reports schedule+cancel pairs/s, the latency of one pair in every 64 (at a random position in
+// each block of 64, see SampleClock in result.hpp), and the pending count once every call has
+// been applied (must be exactly `window`).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "result.hpp"
+#include "start_slots.hpp"
+#include "system.hpp"
+
+namespace kairos::perf {
+
+struct W2Params {
+  std::size_t iterations = 1'000'000;
+  std::size_t window = 1024;            // task i - window is cancelled after task i is scheduled
+  std::int64_t delay_ns = 10'000'000'000;  // 10 s
+  std::size_t sample_every = 64;
+};
+
+template <class System>
+RunResult run_w2(System& sys, const SystemConfig& cfg, const W2Params& p) {
+  RunResult r;
+  r.param("iterations", static_cast<std::int64_t>(p.iterations));
+  r.param("window", static_cast<std::int64_t>(p.window));
+  r.param("delay_ns", p.delay_ns);
+  r.param("remove_on_cancel", std::int64_t{1});
+  if (cfg.producer_cpu >= 0) pin_this_thread(cfg.producer_cpu);
+
+  StartSlots sink(p.window);
+  std::vector<typename System::Handle> ring(p.window);
+  std::vector<std::int64_t> samples;
+  samples.reserve(p.iterations / p.sample_every + 1);
+  std::size_t cancelled = 0;
+
+  SampleClock sampled(p.sample_every, 7);
+  std::int64_t start = now_ns();
+  for (std::size_t i = 0; i < p.iterations; ++i) {
+    std::size_t k = i % p.window;
+    auto* slot = sink.at(k);
+    auto body = [slot] { slot->store(now_ns(), std::memory_order_release); };
+    if (sampled(i)) {
+      std::int64_t a = now_ns();
+      auto h = sys.schedule(body, p.delay_ns);
+      if (i >= p.window) cancelled += System::cancel(ring[k]);
+      ring[k] = std::move(h);
+      samples.push_back(now_ns() - a);
+    } else {
+      auto h = sys.schedule(body, p.delay_ns);
+      if (i >= p.window) cancelled += System::cancel(ring[k]);
+      ring[k] = std::move(h);
+    }
+  }
+  std::int64_t end = now_ns();
+
+  double secs = static_cast<double>(end - start) * 1e-9;
+  r.figure("pairs_per_s", static_cast<double>(p.iterations) / secs);
+  r.figure("ns_per_pair", static_cast<double>(end - start) / static_cast<double>(p.iterations));
+  add_percentiles(r, samples, false);
+  r.figure("cancels_won", static_cast<std::int64_t>(cancelled));
+  bool drained = sys.drain(std::chrono::seconds(30));
+  r.figure("drained", static_cast<std::int64_t>(drained));
+  r.figure("pending_at_end", static_cast<std::int64_t>(sys.queue_size()));
+  return r;
+}
+
+}  // namespace kairos::perf

@@ -1,0 +1,220 @@
+// cancel_test.cpp: cancel() on kairos tasks (pending, running, done), retention of cancelled
+// tasks in queue_size(), remove_on_cancel, and queue_size() counting inbox submissions.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include <kairos/kairos.hpp>
+
+#include "support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using kairos::ManualClock;
+using kairos_test::Gate;
+using kairos_test::kPatience;
+using kairos_test::ManualScheduler;
+using kairos_test::single_thread;
+
+TEST(Cancel, NotStartedTaskNeverRuns) {
+  ManualClock clock;
+  std::atomic<int> runs{0};
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([&] { ++runs; }, 10ms);
+  auto p = s.schedule_at_fixed_rate([&] { ++runs; }, 5ms, 1ms);
+  EXPECT_TRUE(f.cancel());
+  EXPECT_TRUE(p.cancel());
+  EXPECT_FALSE(f.cancel());
+  EXPECT_FALSE(p.cancel());
+  clock.advance(20ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs, 0);
+  EXPECT_THROW(f.get(), kairos::CancelledError);
+  EXPECT_THROW(p.get(), kairos::CancelledError);
+}
+
+TEST(Cancel, DoneTaskReturnsFalse) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] { return 1; }, 1ms);
+  auto g = s.schedule([]() -> int { throw 5; }, 1ms);
+  clock.advance(1ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_FALSE(f.cancel());
+  EXPECT_FALSE(f.cancel(true));
+  EXPECT_FALSE(g.cancel());
+  EXPECT_FALSE(f.is_cancelled());
+  EXPECT_FALSE(g.is_cancelled());
+  EXPECT_EQ(f.get(), 1);
+  EXPECT_THROW(g.get(), int);
+}
+
+// cancel() on a running task returns true and completes the future as cancelled at once,
+// while the body is still blocked; the body's result is dropped; cancel(false) leaves its stop
+// token alone.
+TEST(Cancel, RunningTaskCompletesAsCancelledAtOnce) {
+  kairos::Scheduler s(single_thread());
+  Gate gate;
+  std::latch started(1);
+  std::atomic<bool> stop_seen{true};
+  std::atomic<bool> finished{false};
+  auto f = s.submit([&](std::stop_token st) {
+    started.count_down();
+    gate.wait();
+    stop_seen = st.stop_requested();
+    finished = true;
+    return 5;
+  });
+  started.wait();
+  EXPECT_FALSE(f.is_done());
+  EXPECT_TRUE(f.cancel(false));
+  EXPECT_TRUE(f.is_done());
+  EXPECT_TRUE(f.is_cancelled());
+  EXPECT_EQ(f.wait_for(0ms), std::future_status::ready);
+  EXPECT_THROW(f.get(), kairos::CancelledError);
+  EXPECT_FALSE(finished) << "get() must not wait for the body";
+  EXPECT_FALSE(f.cancel());
+  gate.open();
+  // The thread finishes the body and goes on with later tasks.
+  EXPECT_EQ(s.submit([] { return 8; }).get(), 8);
+  EXPECT_TRUE(finished);
+  EXPECT_FALSE(stop_seen) << "cancel(false) must not request stop";
+  EXPECT_THROW(f.get(), kairos::CancelledError) << "the late result must be dropped";
+}
+
+// A periodic task cancelled during a run finishes that run and is not run again.
+TEST(Cancel, RunningPeriodicTaskIsNotRequeued) {
+  ManualClock clock;
+  Gate gate;
+  std::latch started(1);
+  std::atomic<int> runs{0};
+  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  auto f = s.schedule_at_fixed_rate(
+      [&] {
+        if (++runs == 1) {
+          started.count_down();
+          gate.wait();
+        }
+      },
+      1ms, 1ms);
+  clock.advance(1ms);
+  started.wait();
+  EXPECT_TRUE(f.cancel());
+  EXPECT_TRUE(f.is_cancelled());
+  clock.advance(5ms);  // runs 2..6 would be due
+  gate.open();
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(s.queue_size(), 0u);
+}
+
+// Without remove_on_cancel a cancelled task stays queued (and counted) until its deadline.
+TEST(Cancel, CancelledTaskIsRetainedUntilItsDeadline) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto a = s.schedule([] {}, 10ms);
+  auto b = s.schedule([] {}, 20ms);
+  auto c = s.schedule([] {}, 30ms);
+  EXPECT_EQ(s.queue_size(), 3u);
+  EXPECT_TRUE(b.cancel());
+  EXPECT_EQ(s.queue_size(), 3u);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), 3u);
+  clock.advance(10ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), 2u);  // a ran; b still retained
+  clock.advance(10ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), 1u);  // b reached its deadline and left
+  EXPECT_FALSE(c.is_done());
+  EXPECT_TRUE(a.is_done());
+}
+
+TEST(Cancel, RemoveOnCancelDropsTheTaskAtOnce) {
+  ManualClock clock;
+  kairos::Options o = single_thread();
+  o.remove_on_cancel = true;
+  ManualScheduler s(o, clock);
+  std::vector<kairos::ScheduledFuture<void>> fs;
+  for (int i = 0; i < 100; ++i) fs.push_back(s.schedule([] {}, std::chrono::hours(1 + i)));
+  auto p = s.schedule_with_fixed_delay([] {}, 1h, 1h);
+  EXPECT_EQ(s.queue_size(), 101u);
+  EXPECT_TRUE(fs[50].cancel());
+  EXPECT_EQ(s.queue_size(), 100u);
+  EXPECT_TRUE(p.cancel());
+  EXPECT_EQ(s.queue_size(), 99u);
+  for (auto& f : fs) f.cancel();
+  EXPECT_EQ(s.queue_size(), 0u);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), 0u);
+}
+
+// set_remove_on_cancel(true) applies to later cancels; an earlier cancelled task stays
+// retained until its deadline, as in Java.
+TEST(Cancel, SetRemoveOnCancelAppliesToLaterCancels) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto a = s.schedule([] {}, 1h);
+  auto b = s.schedule([] {}, 2h);
+  auto c = s.schedule([] {}, 3h);
+  EXPECT_TRUE(a.cancel());
+  EXPECT_EQ(s.queue_size(), 3u);
+  s.set_remove_on_cancel(true);
+  EXPECT_TRUE(b.cancel());
+  EXPECT_EQ(s.queue_size(), 2u);
+  s.set_remove_on_cancel(false);
+  EXPECT_TRUE(c.cancel());
+  EXPECT_EQ(s.queue_size(), 2u);
+}
+
+// queue_size() counts submissions still in an inbox: checked right after the submitting loop,
+// from the submitting thread, before the leader can have drained them.
+TEST(QueueSize, CountsTasksNotYetDrained) {
+  constexpr int kTasks = 5000;
+  ManualClock clock;
+  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  std::size_t seen_by_submitter = 0;
+  std::thread submitter([&] {
+    for (int i = 0; i < kTasks; ++i) s.schedule([] {}, 1h);
+    seen_by_submitter = s.queue_size();
+  });
+  submitter.join();
+  EXPECT_EQ(seen_by_submitter, static_cast<std::size_t>(kTasks));
+  EXPECT_EQ(s.queue_size(), static_cast<std::size_t>(kTasks));
+  for (int i = 0; i < kTasks; ++i) s.execute([] {});
+  // The due ones may be running already; never more than submitted, never below the far ones.
+  std::size_t now = s.queue_size();
+  EXPECT_GE(now, static_cast<std::size_t>(kTasks));
+  EXPECT_LE(now, static_cast<std::size_t>(2 * kTasks));
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), static_cast<std::size_t>(kTasks));
+}
+
+TEST(QueueSize, CountsEachShardAndPeriodicTasksOnce) {
+  ManualClock clock;
+  ManualScheduler s(kairos_test::threads(2, 2), clock);
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 4; ++t)
+    producers.emplace_back([&] {
+      for (int i = 0; i < 250; ++i) s.schedule([] {}, 1h);
+    });
+  for (auto& t : producers) t.join();
+  EXPECT_EQ(s.queue_size(), 1000u);
+  auto p = s.schedule_at_fixed_rate([] {}, 1ms, 1ms);
+  EXPECT_EQ(s.queue_size(), 1001u);
+  clock.advance(10ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), 1001u);  // the periodic task is queued again, once
+  EXPECT_TRUE(p.cancel());
+  EXPECT_EQ(s.queue_size(), 1001u);  // retained until its next deadline
+  clock.advance(1h);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(s.queue_size(), 0u);
+}
+
+}  // namespace

@@ -1,0 +1,258 @@
+// future_test.cpp: ScheduledFuture<T> of kairos: results, exceptions (same object), cancel,
+// wait_for, is_done/is_cancelled, delay(), copies, move-only results, life after the scheduler.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <latch>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <kairos/kairos.hpp>
+
+#include "support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using kairos::Duration;
+using kairos::ManualClock;
+using kairos_test::Gate;
+using kairos_test::kPatience;
+using kairos_test::ManualScheduler;
+using kairos_test::single_thread;
+
+struct TaskError {  // deliberately not derived from std::exception
+  int code;
+};
+
+TEST(Future, GetReturnsTheValue) {
+  kairos::Scheduler s(single_thread());
+  auto a = s.schedule([] { return 41 + 1; }, 1ms);
+  auto b = s.submit([] { return std::string("value"); });
+  auto c = s.schedule([] {}, 0ms);
+  EXPECT_EQ(a.get(), 42);
+  EXPECT_EQ(b.get(), "value");
+  c.get();
+  EXPECT_TRUE(a.is_done());
+  EXPECT_FALSE(a.is_cancelled());
+  EXPECT_FALSE(a.is_periodic());
+  EXPECT_FALSE(a.cancel()) << "cancel() on a completed task must return false";
+  EXPECT_FALSE(a.is_cancelled());
+  EXPECT_EQ(a.get(), 42);
+}
+
+TEST(Future, GetRethrowsTheSameExceptionObject) {
+  kairos::Scheduler s(single_thread());
+  std::exception_ptr thrown;
+  std::latch ready(1);
+  auto f = s.submit([&]() -> int {
+    thrown = std::make_exception_ptr(std::out_of_range("index 7"));
+    ready.count_down();
+    std::rethrow_exception(thrown);
+  });
+  ASSERT_EQ(f.wait_for(kPatience), std::future_status::ready);
+  ready.wait();
+  const void* original = nullptr;
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::out_of_range& e) {
+    original = &e;
+  }
+  for (int i = 0; i < 2; ++i) {  // and again: get() is repeatable
+    try {
+      f.get();
+      ADD_FAILURE() << "get() returned normally";
+    } catch (const std::out_of_range& e) {
+      EXPECT_EQ(static_cast<const void*>(&e), original);
+      EXPECT_STREQ(e.what(), "index 7");
+    } catch (...) {
+      ADD_FAILURE() << "get() changed the exception's type";
+    }
+  }
+  EXPECT_TRUE(f.is_done());
+  EXPECT_FALSE(f.is_cancelled());
+}
+
+TEST(Future, GetRethrowsANonStandardExceptionUnchanged) {
+  kairos::Scheduler s(single_thread());
+  auto f = s.schedule([]() -> double { throw TaskError{7}; }, 0ms);
+  try {
+    f.get();
+    ADD_FAILURE() << "get() returned normally";
+  } catch (const TaskError& e) {
+    EXPECT_EQ(e.code, 7);
+  } catch (...) {
+    ADD_FAILURE() << "get() changed the exception's type";
+  }
+}
+
+TEST(Future, CancelBeforeStartCompletesAsCancelled) {
+  ManualClock clock;
+  std::atomic<int> runs{0};
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([&] { ++runs; return 1; }, 10ms);
+  auto copy = f;
+  EXPECT_FALSE(f.is_done());
+  EXPECT_FALSE(f.is_cancelled());
+  EXPECT_TRUE(f.cancel());
+  EXPECT_TRUE(f.is_done());
+  EXPECT_TRUE(copy.is_cancelled());
+  EXPECT_FALSE(copy.cancel()) << "a second cancel must return false";
+  EXPECT_THROW(f.get(), kairos::CancelledError);
+  EXPECT_THROW(copy.get(), kairos::CancelledError);
+  EXPECT_EQ(f.wait_for(0ms), std::future_status::ready);
+  clock.advance(10ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs, 0);
+}
+
+TEST(Future, WaitForTimesOutThenBecomesReady) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] { return 5; }, 1h);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(f.wait_for(20ms), std::future_status::timeout);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 20ms) << "wait_for returned early";
+  EXPECT_EQ(f.wait_for(0ms), std::future_status::timeout);
+  EXPECT_EQ(f.wait_for(-5s), std::future_status::timeout);
+  EXPECT_FALSE(f.is_done());
+  clock.advance(1h);
+  EXPECT_EQ(f.wait_for(kPatience), std::future_status::ready);
+  EXPECT_TRUE(f.is_done());
+  EXPECT_EQ(f.get(), 5);
+}
+
+// wait_for returns as soon as the task completes, not when the timeout ends.
+TEST(Future, WaitForReturnsWhenTheTaskCompletes) {
+  kairos::Scheduler s(single_thread());
+  Gate gate;
+  auto f = s.submit([&] { gate.wait(); return 1; });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(5ms);
+    gate.open();
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(f.wait_for(std::chrono::hours(1)), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, kPatience);
+  opener.join();
+}
+
+TEST(Future, DelayCountsDownOnTheManualClock) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] {}, 10ms);
+  EXPECT_EQ(f.delay(), 10ms);
+  clock.advance(4ms);
+  EXPECT_EQ(f.delay(), 6ms);
+  clock.advance(6ms);
+  EXPECT_LE(f.delay(), Duration::zero());
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  clock.advance(5ms);
+  EXPECT_LE(f.delay(), Duration::zero());
+}
+
+TEST(Future, DelayOnTheSteadyClock) {
+  kairos::Scheduler s(single_thread());
+  auto f = s.schedule([] {}, 1h);
+  EXPECT_GT(f.delay(), 59min);
+  EXPECT_LE(f.delay(), 1h);
+  auto g = s.submit([] {});
+  g.get();
+  EXPECT_LE(g.delay(), Duration::zero());
+}
+
+TEST(Future, GetIsRepeatableOnCopies) {
+  kairos::Scheduler s(single_thread());
+  auto f = s.submit([] { return std::string("shared"); });
+  auto copy1 = f;
+  kairos::ScheduledFuture<std::string> copy2;
+  copy2 = copy1;
+  EXPECT_EQ(f.get(), "shared");
+  EXPECT_EQ(copy1.get(), "shared");
+  EXPECT_EQ(copy2.get(), "shared");
+  EXPECT_EQ(f.get(), "shared");
+}
+
+TEST(Future, MoveOnlyResultIsMovedOutOnce) {
+  kairos::Scheduler s(single_thread());
+  auto f = s.submit([] { return std::make_unique<int>(7); });
+  auto copy = f;
+  std::unique_ptr<int> p = f.get();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(*p, 7);
+  EXPECT_THROW(f.get(), std::future_error);
+  EXPECT_THROW(copy.get(), std::future_error);
+  EXPECT_TRUE(copy.is_done());
+}
+
+TEST(Future, ManyWaitersAreReleasedTogether) {
+  ManualClock clock;
+  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  auto f = s.schedule([] { return 9; }, 1ms);
+  std::atomic<int> sum{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 4; ++i) waiters.emplace_back([&, g = f]() mutable { sum += g.get(); });
+  clock.advance(1ms);
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(sum, 36);
+}
+
+TEST(Future, CancelReleasesABlockedGet) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] { return 1; }, 1h);
+  std::atomic<bool> cancelled_seen{false};
+  std::thread waiter([&, g = f]() mutable {
+    try {
+      g.get();
+    } catch (const kairos::CancelledError&) {
+      cancelled_seen = true;
+    }
+  });
+  EXPECT_TRUE(f.cancel());
+  waiter.join();
+  EXPECT_TRUE(cancelled_seen);
+}
+
+TEST(Future, OutlivesTheScheduler) {
+  kairos::ScheduledFuture<int> done, pending;
+  kairos::ScheduledFuture<std::string> text;
+  {
+    kairos::Scheduler s(single_thread());
+    done = s.submit([] { return 3; });
+    text = s.submit([] { return std::string("kept"); });
+    ASSERT_EQ(done.wait_for(kPatience), std::future_status::ready);
+    ASSERT_EQ(text.wait_for(kPatience), std::future_status::ready);
+    pending = s.schedule([] { return 4; }, 1h);
+  }
+  EXPECT_EQ(done.get(), 3);
+  EXPECT_EQ(text.get(), "kept");
+  EXPECT_TRUE(pending.is_done());
+  EXPECT_TRUE(pending.is_cancelled());
+  EXPECT_THROW(pending.get(), kairos::CancelledError);
+  EXPECT_FALSE(pending.cancel());
+}
+
+TEST(Future, PeriodicAndManualFuturesOutliveTheScheduler) {
+  kairos::ScheduledFuture<void> periodic;
+  kairos::ScheduledFuture<int> one_shot;
+  ManualClock clock;
+  {
+    ManualScheduler s(single_thread(), clock);
+    periodic = s.schedule_with_fixed_delay([] {}, 1ms, 1ms);
+    one_shot = s.schedule([] { return 1; }, 1h);
+    clock.advance(3ms);
+    ASSERT_TRUE(s.wait_idle(kPatience));
+  }
+  EXPECT_TRUE(periodic.is_cancelled());
+  EXPECT_THROW(periodic.get(), kairos::CancelledError);
+  EXPECT_TRUE(one_shot.is_cancelled());
+  EXPECT_THROW(one_shot.get(), kairos::CancelledError);
+  EXPECT_LE(one_shot.delay(), 1h);
+}
+
+}  // namespace

@@ -1,0 +1,476 @@
+// kairos-lat: runs the standard workloads W1..W7 (WORKLOADS.md) on kairos and its peers, one
+// system at a time in this process, and prints one JSON object per run (JSON Lines) plus a table.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "java_harness.hpp"
+#include "subprocess.hpp"
+#include "machine.hpp"
+#include "native_runs.hpp"
+#include "plan.hpp"
+#include "report.hpp"
+#include "svg_plot.hpp"
+
+#ifndef KAIROS_LAT_JAVA_DIR
+#define KAIROS_LAT_JAVA_DIR "perf/peers/java"
+#endif
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using namespace kairos;
+using namespace kairos::lat;
+
+const char* kWorkloadHelp = R"(Workloads (WORKLOADS.md; every system runs the same shape, one system at a time):
+  W1 submit           P producers (1 and 2) each schedule 1,000,000 no-op tasks with a 1 h delay
+                      (they never fire): submits/s from a start barrier to the last producer's end,
+                      and the per-call latency sampled on every 64th call.
+  W2 timeout-churn    one producer, 1,000,000 times: schedule task i with a 10 s delay, cancel task
+                      i-1024 (remove-on-cancel on): pairs/s, pending count at the end (must be 1024).
+  W3 lateness         one producer, open loop, one submission every 50 us by the clock, 200,000
+                      timers with delays uniform in [100 us, 10 ms] (fixed seed): lateness
+                      percentiles p50..max and early fires. kernel-nanosleep is the floor: the same
+                      delays slept by a pool of threads in clock_nanosleep with 1 ns timer slack.
+  W4 periodic         16 fixed-rate tasks, period 1 ms, initial delay 1 ms, for 5 s: lateness of run n
+                      against t0 + 1 ms + n ms, and runs per task (must be 5000).
+  W5 scale            1,000,000 and 10,000,000 timers with delays in [1 h, 2 h] from one thread:
+                      inserts/s, resident bytes per pending timer, then cancels/s of all of them.
+  W6 fire-throughput  one producer submits 1,000,000 zero-delay tasks: tasks run per second from
+                      the first submit to the last task's start.
+  W7 fifo-burst       100,000 tasks with one absolute deadline 20 ms ahead: inversions of submission
+                      order among their starts (must be 0 with one worker), deadline to last start.
+Lateness = start - (t0 + delay), t0 = steady_clock now just before the schedule call; negative is an
+early fire. Task bodies only store their start time into a preallocated slot. Percentiles are exact.
+
+Systems:
+  kairos-sleep, kairos-hybrid, kairos-spin   kairos wait policies; --shards, --threads, --pin apply
+  naive-stpe        one mutex, binary heap with indices, condition variable, leader/follower threads
+  asio              Boost.Asio steady_timer on one io_context thread
+  java-stpe-1, java-stpe-2, netty-wheel      Java's ScheduledThreadPoolExecutor (1, 2 threads) and
+                    Netty's HashedWheelTimer, via perf/peers/java/LatHarness.java when javac exists
+  kernel-nanosleep  W3 only: the kernel's own wake-up latency for the same delays
+Timer slack is set to 1 ns at start; every scheduler thread (and the JVM) inherits it.
+
+Examples:
+  kairos-lat --quick --table                       all workloads, small sizes, a table
+  kairos-lat -w W3,W4 --repeat 3 --svg plots       lateness, 3 runs each, SVG charts in plots/
+  kairos-lat --demo                                about a minute: W3 and W1, kairos-hybrid vs naive-stpe
+  kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
+
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
+const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "naive-stpe", "asio",
+                                              "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// A progress line on stderr for runs longer than a couple of seconds, at most once a second.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string label) : label_(std::move(label)), tty_(isatty(2)) {}
+  ~ProgressLine() {
+    if (printed_ && tty_) std::fprintf(stderr, "\r\033[K");
+  }
+  void operator()(std::uint64_t done, std::uint64_t total) {
+    double s = seconds_since(start_);
+    if (s < 2.0 || s - last_ < (tty_ ? 1.0 : 5.0)) return;
+    last_ = s;
+    printed_ = true;
+    double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    std::fprintf(stderr, tty_ ? "\r\033[K  %s: %.0f%% (%.0f s)" : "  %s: %.0f%% (%.0f s)\n", label_.c_str(), pct, s);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string label_;
+  bool tty_;
+  bool printed_ = false;
+  double last_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+struct Cli {
+  std::string workloads = "W1,W2,W3,W4,W5,W6,W7";
+  std::string systems;
+  std::vector<unsigned> shards{1};
+  unsigned threads = 1;
+  double spin_window_us = 50;
+  bool pin = false;
+  std::vector<int> cpus;
+  int producer_cpu = 0;
+  unsigned repeat = 1;
+  bool quick = false, table = false, markdown = false, demo = false;
+  std::string out, svg, from;
+  std::string java_dir = KAIROS_LAT_JAVA_DIR, netty_jar = "/usr/share/java/netty-common.jar", java_heap = "8g";
+  bool no_java_warmup = false, no_java = false;
+  bool child = false;  // run exactly one (workload, system, sizes) and print its record
+  bool check = false;
+  std::vector<unsigned> w1_producers;
+  std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0;
+  double w4_seconds = 0;
+  std::vector<std::size_t> w5_timers;
+};
+
+SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, const WorkloadSizes& z) {
+  SystemSpec s{Kind::kairos, {}, name};
+  perf::SystemConfig& c = s.config;
+  c.system = name;
+  c.spin_window_ns = static_cast<std::int64_t>(cli.spin_window_us * 1000.0);
+  bool native = true;
+  if (name == "kairos-sleep" || name == "kairos-hybrid" || name == "kairos-spin") {
+    c.wait = name.substr(7);
+    c.shards = shards;
+    c.threads = cli.threads;
+  } else if (name == "naive-stpe") {
+    s.kind = Kind::naive_stpe;
+    c.wait = "condvar";
+    c.threads = cli.threads;
+  } else if (name == "asio") {
+    s.kind = Kind::asio;
+    c.wait = "epoll";
+  } else if (name == "java-stpe-1" || name == "java-stpe-2" || name == "netty-wheel") {
+    s.kind = Kind::java;
+    native = false;
+  } else if (name == "kernel-nanosleep") {
+    s.kind = Kind::kernel;
+    c.wait = "clock_nanosleep";
+    c.threads = z.w3.kernel_threads;
+    native = false;
+  } else {
+    throw CLI::ValidationError("--systems", "unknown system '" + name + "'");
+  }
+  if (cli.pin && native) {
+    unsigned n = c.shards * c.threads;
+    c.cpus = !cli.cpus.empty() ? cli.cpus : (n == 1 ? std::vector<int>{1} : std::vector<int>{1, 0});
+    c.producer_cpu = cli.producer_cpu;
+  }
+  if (s.kind != Kind::java) {
+    json rec;
+    rec["system"] = name;
+    rec["config"] = config_json(s);
+    s.label = row_label(rec);
+  }
+  return s;
+}
+
+WorkloadSizes sizes_from(const Cli& cli) {
+  WorkloadSizes z;
+  if (cli.quick) {
+    z.w1.calls_per_producer = 100'000;
+    z.w2.iterations = 100'000;
+    z.w3.count = 20'000;
+    z.w4.duration_ns = 1'000'000'000;
+    z.w5_timers = {100'000};
+    z.w6.tasks = 100'000;
+    z.w7.tasks = 20'000;
+  }
+  if (!cli.w1_producers.empty()) z.w1_producers = cli.w1_producers;
+  if (cli.w1_calls) z.w1.calls_per_producer = cli.w1_calls;
+  if (cli.w2_iterations) z.w2.iterations = cli.w2_iterations;
+  if (cli.w3_count) z.w3.count = cli.w3_count;
+  if (cli.w4_seconds > 0) z.w4.duration_ns = static_cast<std::int64_t>(cli.w4_seconds * 1e9);
+  if (!cli.w5_timers.empty()) z.w5_timers = cli.w5_timers;
+  if (cli.w6_tasks) z.w6.tasks = cli.w6_tasks;
+  if (cli.w7_tasks) z.w7.tasks = cli.w7_tasks;
+  return z;
+}
+
+// The sizes of each run of `workload`: one per value of its varying parameter.
+std::vector<WorkloadSizes> variants(const std::string& workload, const WorkloadSizes& z) {
+  std::vector<WorkloadSizes> out;
+  if (workload == "W1") {
+    for (unsigned p : z.w1_producers) {
+      WorkloadSizes v = z;
+      v.w1.producers = p;
+      out.push_back(v);
+    }
+  } else if (workload == "W5") {
+    for (std::size_t n : z.w5_timers) {
+      WorkloadSizes v = z;
+      v.w5.timers = n;
+      out.push_back(v);
+    }
+  } else {
+    out.push_back(z);
+  }
+  return out;
+}
+
+std::vector<json> read_records(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("kairos-lat: cannot read " + path);
+  std::vector<json> out;
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty() && line.front() == '{') out.push_back(json::parse(line));
+  return out;
+}
+
+void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, const json& machine) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string sub = machine.value("cpu", "") + ", " + machine["nproc"].dump() + " CPUs, Linux " +
+                    machine.value("kernel", "") + "; median of the runs";
+  for (const char* w : {"W3", "W4"}) {
+    auto series = lateness_series(groups, w);
+    if (series.empty()) continue;
+    std::string path = (std::filesystem::path(dir) / (std::string(w == std::string("W3") ? "w3" : "w4") +
+                                                       "_lateness.svg")).string();
+    std::string title = std::string(w) + (w == std::string("W3") ? " lateness of one-shot timers" :
+                                                                   " lateness of fixed-rate runs");
+    if (write_lateness_svg(path, title, sub, series))
+      std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
+    else
+      std::fprintf(stderr, "kairos-lat: cannot write %s\n", path.c_str());
+  }
+}
+
+// The rules of WORKLOADS.md that no measurement noise excuses; returns the broken ones.
+std::vector<std::string> broken_rules(const json& rec) {
+  std::vector<std::string> out;
+  std::string who = rec.value("workload", "?") + " on " + row_label(rec);
+  auto num = [&](const char* k) { return rec.contains(k) && rec[k].is_number() ? rec[k].get<double>() : 0.0; };
+  if (num("early_fires") > 0) out.push_back(who + ": " + rec["early_fires"].dump() + " early fires");
+  if (num("missing") > 0) out.push_back(who + ": " + rec["missing"].dump() + " tasks never ran");
+  if (rec.value("workload", "") == "W2" && rec.contains("parameters") &&
+      num("pending_at_end") != rec["parameters"].value("window", 1024.0))
+    out.push_back(who + ": pending at end " + rec["pending_at_end"].dump() + ", not the window");
+  const json& c = rec.contains("config") ? rec["config"] : json::object();
+  std::string sys = rec.value("system", "");
+  bool promises_fifo = sys.rfind("kairos-", 0) == 0 || sys == "naive-stpe";  // (deadline, seq) order
+  if (rec.value("workload", "") == "W7" && promises_fifo &&
+      c.value("threads_per_shard", c.value("threads", 1)) == 1 &&
+      num("inversions") > 0 && rec["parameters"].value("absolute_deadlines", 0) == 1)
+    out.push_back(who + ": " + rec["inversions"].dump() + " inversions with one worker");
+  return out;
+}
+
+// The command line that runs one native (workload, system, sizes) in a fresh kairos-lat process.
+std::vector<std::string> child_command(const SystemSpec& s, const std::string& w, const WorkloadSizes& z,
+                                       const Cli& cli) {
+  auto str = [](auto v) { return std::to_string(v); };
+  char window[32], seconds[32];
+  std::snprintf(window, sizeof window, "%.9g", cli.spin_window_us);
+  std::snprintf(seconds, sizeof seconds, "%.9g", static_cast<double>(z.w4.duration_ns) * 1e-9);
+  std::vector<std::string> a = {self_exe(), "--child", "-w", w, "-s", s.config.system,
+                                "--shards", str(s.config.shards), "--threads", str(cli.threads),
+                                "--spin-window-us", window};
+  if (!s.config.cpus.empty()) {
+    std::string cpus;
+    for (int c : s.config.cpus) cpus += (cpus.empty() ? "" : ",") + str(c);
+    a.insert(a.end(), {"--pin", "--cpus", cpus, "--producer-cpu", str(s.config.producer_cpu)});
+  }
+  a.insert(a.end(), {"--w1-producers", str(z.w1.producers), "--w1-calls", str(z.w1.calls_per_producer),
+                     "--w2-iterations", str(z.w2.iterations), "--w3-count", str(z.w3.count),
+                     "--w4-seconds", seconds, "--w5-timers", str(z.w5.timers), "--w6-tasks", str(z.w6.tasks),
+                     "--w7-tasks", str(z.w7.tasks)});
+  return a;
+}
+
+std::optional<json> run_in_child(const SystemSpec& s, const std::string& w, const WorkloadSizes& z,
+                                 const Cli& cli) {
+  int status = 0;
+  std::string out = run_capture(child_command(s, w, z, cli), status);
+  std::optional<json> rec;
+  std::stringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() == '{') rec = json::parse(line);
+  if (status != 0 || !rec) {
+    std::fprintf(stderr, "kairos-lat: %s %s failed (exit %d)\n", s.config.system.c_str(), w.c_str(), status);
+    return std::nullopt;
+  }
+  return rec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Cli cli;
+  CLI::App app{"kairos-lat: the standard workloads W1..W7 on kairos and its peers, JSON lines out"};
+  app.footer(kWorkloadHelp);
+  app.add_option("-w,--workloads", cli.workloads, "comma-separated workload ids")->capture_default_str();
+  app.add_option("-s,--systems", cli.systems, "comma-separated systems (default: all of them)");
+  app.add_option("--shards", cli.shards, "kairos shard counts, each run as its own configuration")
+      ->delimiter(',')->capture_default_str();
+  app.add_option("--threads", cli.threads, "threads per kairos shard; naive-stpe workers")->capture_default_str();
+  app.add_option("--spin-window-us", cli.spin_window_us, "kairos-hybrid spin window")->capture_default_str();
+  app.add_flag("--pin", cli.pin, "pin scheduler threads (kairos, naive-stpe, asio) and the producer");
+  app.add_option("--cpus", cli.cpus, "CPUs of the pinned scheduler threads (default 1, or 1,0)")->delimiter(',');
+  app.add_option("--producer-cpu", cli.producer_cpu, "CPU of the pinned producer")->capture_default_str();
+  app.add_option("--repeat", cli.repeat, "runs of each (workload, system)")->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  app.add_flag("--quick", cli.quick, "small sizes, for CI (W3 20,000 timers, W4 1 s, W5 100,000 timers, ...)");
+  app.add_flag("--table", cli.table, "the table on stdout (JSON lines then go only to --out)");
+  app.add_flag("--markdown", cli.markdown, "tables in Markdown, with kairos/peer ratios");
+  app.add_option("--out", cli.out, "also append the JSON lines to this file");
+  app.add_option("--svg", cli.svg, "write W3/W4 lateness charts (SVG) into this directory");
+  app.add_flag("--demo", cli.demo, "about a minute: W3 and W1 on kairos-hybrid and naive-stpe, table, SVG");
+  app.add_option("--from", cli.from, "do not run: tabulate the JSON lines of this file");
+  app.add_option("--java-dir", cli.java_dir, "where LatHarness.java is")->capture_default_str();
+  app.add_option("--netty-jar", cli.netty_jar, "Netty's common jar")->capture_default_str();
+  app.add_option("--java-heap", cli.java_heap, "the JVM's -Xmx")->capture_default_str();
+  app.add_flag("--no-java-warmup", cli.no_java_warmup, "skip the JIT warm-up pass before each Java run");
+  app.add_flag("--no-java", cli.no_java, "skip java-stpe-1, java-stpe-2 and netty-wheel");
+  app.add_option("--w1-producers", cli.w1_producers, "W1 producer counts (default 1,2)")->delimiter(',');
+  app.add_option("--w1-calls", cli.w1_calls, "W1 calls per producer (default 1,000,000)");
+  app.add_option("--w2-iterations", cli.w2_iterations, "W2 iterations (default 1,000,000)");
+  app.add_option("--w3-count", cli.w3_count, "W3 timers (default 200,000)");
+  app.add_option("--w4-seconds", cli.w4_seconds, "W4 duration (default 5)");
+  app.add_option("--w5-timers", cli.w5_timers, "W5 timer counts (default 1000000,10000000)")->delimiter(',');
+  app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)");
+  app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)");
+  app.add_flag("--check", cli.check,
+               "exit 3 if a run breaks a rule that holds for every correct scheduler: an early fire, "
+               "a task that never ran, W2 pending != 1024, W7 inversions with one worker (kairos, "
+               "naive-stpe: the schedulers that order equal deadlines by submission)");
+  app.add_flag("--child", cli.child, "internal: one run in this process, its record on stdout")->group("");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    std::vector<json> records;
+    json machine = machine_json();
+
+    if (!cli.from.empty()) {
+      records = read_records(cli.from);
+      auto groups = group_runs(records);
+      print_tables(std::cout, groups, cli.markdown);
+      if (!cli.svg.empty() && !records.empty())
+        write_svgs(cli.svg, groups, records.front().contains("machine") ? records.front()["machine"] : machine);
+      return 0;
+    }
+
+    if (cli.demo) {
+      cli.workloads = "W3,W1";
+      if (cli.systems.empty()) cli.systems = "kairos-hybrid,naive-stpe";
+      cli.table = true;
+      if (cli.svg.empty()) cli.svg = "kairos-lat-demo";
+    }
+    perf::set_timer_slack_ns(1);  // inherited by every thread and process started from here
+
+    Plan plan;
+    plan.sizes = sizes_from(cli);
+    plan.repeat = cli.repeat;
+    plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
+    for (const auto& w : split(cli.workloads)) {
+      if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), w) == kAllWorkloads.end())
+        throw CLI::ValidationError("--workloads", "unknown workload '" + w + "' (W1..W7)");
+      plan.workloads.push_back(w);
+    }
+    for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
+      bool is_kairos = name.rfind("kairos-", 0) == 0;
+      if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
+      for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
+        plan.systems.push_back(make_spec(name, cli, shards, plan.sizes));
+    }
+
+    if (cli.child) {  // exactly one run, here
+      auto vs = plan.workloads.size() == 1 ? variants(plan.workloads[0], plan.sizes) : std::vector<WorkloadSizes>{};
+      if (vs.size() != 1 || plan.systems.size() != 1 || plan.systems[0].kind == Kind::java)
+        throw std::invalid_argument("kairos-lat: --child runs one workload, size and native system");
+      const SystemSpec& s = plan.systems[0];
+      const std::string& w = plan.workloads[0];
+      ProgressLine progress(w + " " + workload_name(w) + " on " + s.label);
+      json rec = run_native(s, w, vs[0], [&](std::uint64_t d, std::uint64_t t) { progress(d, t); });
+      std::cout << rec.dump() << std::endl;
+      return 0;
+    }
+
+    std::ofstream out_file;
+    if (!cli.out.empty()) {
+      out_file.open(cli.out, std::ios::app);
+      if (!out_file) throw std::runtime_error("kairos-lat: cannot write " + cli.out);
+    }
+
+    JavaHarness java(plan.java);
+    std::set<std::string> skipped;
+    std::size_t total_runs = 0, run_no = 0;
+    for (const auto& w : plan.workloads)
+      for (const auto& s : plan.systems)
+        if (applies(s, w)) total_runs += variants(w, plan.sizes).size() * plan.repeat;
+
+    auto started = std::chrono::steady_clock::now();
+    for (unsigned rep = 1; rep <= plan.repeat; ++rep) {
+      for (const auto& w : plan.workloads) {
+        for (const auto& z : variants(w, plan.sizes)) {
+          for (const auto& s : plan.systems) {
+            if (!applies(s, w)) continue;
+            ++run_no;
+            if (s.kind == Kind::java) {
+              std::string why = java.unavailable(s.config.system);
+              if (!why.empty()) {
+                if (skipped.insert(s.config.system).second)
+                  std::fprintf(stderr, "kairos-lat: %s skipped: %s\n", s.config.system.c_str(), why.c_str());
+                continue;
+              }
+            }
+            std::string what = w + " " + workload_name(w) +
+                               (w == "W1" ? " producers=" + std::to_string(z.w1.producers) : "") +
+                               (w == "W5" ? " timers=" + std::to_string(z.w5.timers) : "") + " on " + s.label;
+            std::fprintf(stderr, "kairos-lat: [%zu/%zu] %s (repeat %u, %.0f s so far)\n", run_no, total_runs,
+                         what.c_str(), rep, seconds_since(started));
+            double load = load_average_1m();
+            std::optional<json> rec;
+            try {
+              if (s.kind == Kind::java) {
+                rec = java.run(s.config.system, w, z);
+              } else {
+                rec = run_in_child(s, w, z, cli);
+              }
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "kairos-lat: %s failed: %s\n", what.c_str(), e.what());
+            }
+            if (!rec) continue;
+            (*rec)["repeat"] = rep;
+            (*rec)["loadavg_1m"] = load;
+            (*rec)["machine"] = machine;
+            std::string line = rec->dump();
+            if (!cli.table) std::cout << line << std::endl;
+            if (out_file) out_file << line << std::endl;
+            records.push_back(std::move(*rec));
+          }
+        }
+      }
+    }
+    std::fprintf(stderr, "kairos-lat: %zu runs in %.0f s\n", records.size(), seconds_since(started));
+
+    std::vector<std::string> broken;
+    for (const auto& r : records)
+      for (auto& b : broken_rules(r)) broken.push_back(std::move(b));
+
+    auto groups = group_runs(records);
+    std::ostream& table_out = cli.table ? std::cout : std::cerr;
+    table_out << "\n";
+    print_tables(table_out, groups, cli.markdown);
+    if (!cli.svg.empty()) write_svgs(cli.svg, groups, machine);
+    for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
+    if (cli.check && !broken.empty()) return 3;
+    return 0;
+  } catch (const CLI::Error& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,85 @@
+// native_runs.cpp: the C++ systems under the same workload bodies (perf/workloads/).
+#include "native_runs.hpp"
+
+#include <stdexcept>
+#include <type_traits>
+#include <variant>
+
+#include <peers/asio_system.hpp>
+#include <peers/naive_stpe_system.hpp>
+#include <workloads/kairos_system.hpp>
+
+namespace kairos::lat {
+namespace {
+
+template <class System>
+perf::RunResult run_on(const SystemSpec& s, const std::string& w, const WorkloadSizes& z,
+                       const perf::Progress& progress) {
+  perf::SystemConfig c = s.config;
+  c.remove_on_cancel = (w == "W2" || w == "W5");
+  System sys(c);
+  if (w == "W1") return perf::run_w1(sys, c, z.w1);
+  if (w == "W2") return perf::run_w2(sys, c, z.w2);
+  if (w == "W3") return perf::run_w3(sys, c, z.w3, progress);
+  if (w == "W4") return perf::run_w4(sys, c, z.w4, progress);
+  if (w == "W5") return perf::run_w5(sys, c, z.w5, progress);
+  if (w == "W6") return perf::run_w6(sys, c, z.w6, progress);
+  if (w == "W7") return perf::run_w7(sys, c, z.w7);
+  throw std::invalid_argument("kairos-lat: unknown workload " + w);
+}
+
+nlohmann::ordered_json to_json(const perf::Value& v) {
+  return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, v);
+}
+
+}  // namespace
+
+bool applies(const SystemSpec& s, const std::string& workload) {
+  return s.kind != Kind::kernel || workload == "W3";
+}
+
+nlohmann::ordered_json config_json(const SystemSpec& s) {
+  const perf::SystemConfig& c = s.config;
+  nlohmann::ordered_json j;
+  j["threads"] = c.shards * c.threads;
+  j["shards"] = c.shards;
+  j["threads_per_shard"] = c.threads;
+  j["wait"] = c.wait;
+  if (c.wait == "hybrid") j["spin_window_ns"] = c.spin_window_ns;
+  j["pinned"] = !c.cpus.empty();
+  j["cpus"] = c.cpus;
+  j["producer_cpu"] = c.producer_cpu;
+  j["timer_slack_ns"] = 1;
+  return j;
+}
+
+void add_result(nlohmann::ordered_json& record, const perf::RunResult& r) {
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.parameters) params[k] = to_json(v);
+  record["parameters"] = params;
+  for (const auto& [k, v] : r.figures) record[k] = to_json(v);
+}
+
+nlohmann::ordered_json run_native(const SystemSpec& s, const std::string& workload,
+                                  const WorkloadSizes& sizes, const perf::Progress& progress) {
+  perf::RunResult r;
+  switch (s.kind) {
+    case Kind::kairos: r = run_on<perf::KairosSystem>(s, workload, sizes, progress); break;
+    case Kind::naive_stpe: r = run_on<perf::NaiveStpeSystem>(s, workload, sizes, progress); break;
+    case Kind::asio: r = run_on<perf::AsioSystem>(s, workload, sizes, progress); break;
+    case Kind::kernel:
+      if (workload != "W3") throw std::invalid_argument("kairos-lat: kernel-nanosleep runs W3 only");
+      r = perf::run_w3_kernel_floor(sizes.w3, progress);
+      break;
+    case Kind::java: throw std::logic_error("kairos-lat: a Java system is not native");
+  }
+  nlohmann::ordered_json rec;
+  rec["workload"] = workload;
+  rec["name"] = workload_name(workload);
+  rec["system"] = s.config.system;
+  rec["config"] = config_json(s);
+  add_result(rec, r);
+  return rec;
+}
+
+}  // namespace kairos::lat

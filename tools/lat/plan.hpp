@@ -1,0 +1,67 @@
+// plan.hpp: what one kairos-lat invocation runs: the workloads with their sizes, the systems with
+// their configurations, and how often. Built once from the command line (main.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <workloads/system.hpp>
+#include <workloads/w1_submit.hpp>
+#include <workloads/w2_timeout_churn.hpp>
+#include <workloads/w3_lateness.hpp>
+#include <workloads/w4_periodic.hpp>
+#include <workloads/w5_scale.hpp>
+#include <workloads/w6_fire_throughput.hpp>
+#include <workloads/w7_fifo_burst.hpp>
+
+namespace kairos::lat {
+
+enum class Kind { kairos, naive_stpe, asio, java, kernel };
+
+struct SystemSpec {
+  Kind kind;
+  perf::SystemConfig config;  // config.system is the name printed in every record
+  std::string label;          // short row label: name plus the configuration that differs
+};
+
+// The sizes of every workload; a workload with a list runs once per value.
+struct WorkloadSizes {
+  std::vector<unsigned> w1_producers{1, 2};
+  perf::W1Params w1;
+  perf::W2Params w2;
+  perf::W3Params w3;
+  perf::W4Params w4;
+  std::vector<std::size_t> w5_timers{1'000'000, 10'000'000};
+  perf::W5Params w5;
+  perf::W6Params w6;
+  perf::W7Params w7;
+};
+
+struct JavaSettings {
+  std::string source_dir;  // holds LatHarness.java, Sys.java, NettyWheelSys.java
+  std::string netty_jar = "/usr/share/java/netty-common.jar";
+  std::string heap = "8g";
+  bool warmup = true;
+};
+
+struct Plan {
+  std::vector<std::string> workloads;  // W1..W7, in run order
+  std::vector<SystemSpec> systems;
+  WorkloadSizes sizes;
+  JavaSettings java;
+  unsigned repeat = 1;
+};
+
+// "W3" -> "lateness"; "" if unknown.
+inline const char* workload_name(const std::string& id) {
+  if (id == "W1") return "submit";
+  if (id == "W2") return "timeout-churn";
+  if (id == "W3") return "lateness";
+  if (id == "W4") return "periodic";
+  if (id == "W5") return "scale";
+  if (id == "W6") return "fire-throughput";
+  if (id == "W7") return "fifo-burst";
+  return "";
+}
+
+}  // namespace kairos::lat

@@ -1,0 +1,306 @@
+// report.cpp: grouping, medians and the table layouts of report.hpp.
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace kairos::lat {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+enum class Unit { ns, rate, bytes, count, real };
+enum class Better { lower, higher, none };
+
+struct Column {
+  const char* figure;
+  const char* header;
+  Unit unit;
+  Better better;
+  bool headline;  // part of the kairos/peer ratio table
+};
+
+const std::vector<Column>& columns(const std::string& w) {
+  static const std::map<std::string, std::vector<Column>> k = {
+      {"W1",
+       {{"submits_per_s", "submits/s", Unit::rate, Better::higher, true},
+        {"ns_per_submit", "ns/submit", Unit::real, Better::lower, false},
+        {"p50_ns", "call p50", Unit::ns, Better::lower, true},
+        {"p99_ns", "call p99", Unit::ns, Better::lower, false},
+        {"pending_at_end", "pending", Unit::count, Better::none, false}}},
+      {"W2",
+       {{"pairs_per_s", "pairs/s", Unit::rate, Better::higher, true},
+        {"ns_per_pair", "ns/pair", Unit::real, Better::lower, false},
+        {"p50_ns", "pair p50", Unit::ns, Better::lower, true},
+        {"p99_ns", "pair p99", Unit::ns, Better::lower, false},
+        {"pending_at_end", "pending", Unit::count, Better::none, false}}},
+      {"W3",
+       {{"p50_ns", "p50", Unit::ns, Better::lower, true},
+        {"p90_ns", "p90", Unit::ns, Better::lower, false},
+        {"p99_ns", "p99", Unit::ns, Better::lower, true},
+        {"p99_9_ns", "p99.9", Unit::ns, Better::lower, false},
+        {"p99_99_ns", "p99.99", Unit::ns, Better::lower, false},
+        {"max_ns", "max", Unit::ns, Better::lower, false},
+        {"early_fires", "early", Unit::count, Better::lower, false},
+        {"missing", "missing", Unit::count, Better::lower, false}}},
+      {"W4",
+       {{"p50_ns", "p50", Unit::ns, Better::lower, true},
+        {"p90_ns", "p90", Unit::ns, Better::lower, false},
+        {"p99_ns", "p99", Unit::ns, Better::lower, true},
+        {"p99_9_ns", "p99.9", Unit::ns, Better::lower, false},
+        {"p99_99_ns", "p99.99", Unit::ns, Better::lower, false},
+        {"max_ns", "max", Unit::ns, Better::lower, false},
+        {"early_fires", "early", Unit::count, Better::lower, false},
+        {"runs_per_task_min", "runs/task min", Unit::count, Better::higher, false}}},
+      {"W5",
+       {{"inserts_per_s", "inserts/s", Unit::rate, Better::higher, true},
+        {"cancels_per_s", "cancels/s", Unit::rate, Better::higher, true},
+        {"bytes_per_timer", "bytes/timer", Unit::real, Better::lower, true},
+        {"inserts_applied_per_s", "applied ins/s", Unit::rate, Better::higher, false},
+        {"cancels_applied_per_s", "applied can/s", Unit::rate, Better::higher, false},
+        {"pending_after_inserts", "pending", Unit::count, Better::none, false},
+        {"pending_at_end", "after cancel", Unit::count, Better::none, false}}},
+      {"W6",
+       {{"tasks_per_s", "tasks/s", Unit::rate, Better::higher, true},
+        {"submits_per_s", "submits/s", Unit::rate, Better::higher, false},
+        {"missing", "missing", Unit::count, Better::lower, false}}},
+      {"W7",
+       {{"inversions", "inversions", Unit::count, Better::lower, false},
+        {"out_of_order_tasks", "out of order", Unit::count, Better::lower, false},
+        {"deadline_to_last_start_ns", "deadline->last start", Unit::ns, Better::lower, true},
+        {"submit_ns", "submit time", Unit::ns, Better::lower, false},
+        {"early_fires", "early", Unit::count, Better::lower, false}}},
+  };
+  static const std::vector<Column> none;
+  auto it = k.find(w);
+  return it == k.end() ? none : it->second;
+}
+
+// Scale and suffix chosen from the median, so min and max share its unit.
+struct Scale {
+  double div;
+  const char* suffix;
+  int decimals;
+};
+
+Scale scale_for(Unit u, double v) {
+  double a = std::fabs(v);
+  switch (u) {
+    case Unit::ns:
+      if (a < 10'000) return {1, " ns", 0};
+      if (a < 10'000'000) return {1e3, " us", 1};
+      return {1e6, " ms", 2};
+    case Unit::rate:
+      if (a >= 1e6) return {1e6, " M/s", 2};
+      return {1e3, " k/s", 1};
+    case Unit::bytes: return {1, " B", 1};
+    case Unit::count: return {1, "", 0};
+    case Unit::real: return {1, "", 1};
+  }
+  return {1, "", 0};
+}
+
+std::string num(double v, const Scale& s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", s.decimals, v / s.div);
+  return buf;
+}
+
+std::string cell(const RunGroup& g, const Column& c) {
+  std::vector<double> v = g.values(c.figure);
+  if (v.empty()) return "-";
+  std::sort(v.begin(), v.end());
+  double med = g.median(c.figure);
+  Scale s = scale_for(c.unit, med);
+  std::string out = num(med, s) + s.suffix;
+  if (v.size() > 1 && v.front() != v.back()) out += " (" + num(v.front(), s) + "-" + num(v.back(), s) + ")";
+  return out;
+}
+
+void print_grid(std::ostream& out, const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows, bool markdown) {
+  if (markdown) {
+    auto line = [&](const std::vector<std::string>& r) {
+      out << "|";
+      for (const auto& c : r) out << " " << c << " |";
+      out << "\n";
+    };
+    line(header);
+    out << "|";
+    for (std::size_t i = 0; i < header.size(); ++i) out << (i == 0 ? "---|" : "---:|");
+    out << "\n";
+    for (const auto& r : rows) line(r);
+    out << "\n";
+    return;
+  }
+  std::vector<std::size_t> w(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      std::string c = r[i];
+      std::string pad(w[i] - c.size(), ' ');
+      out << (i == 0 ? c + pad : pad + c) << (i + 1 < r.size() ? "  " : "\n");
+    }
+  };
+  line(header);
+  std::size_t total = 0;
+  for (auto x : w) total += x + 2;
+  out << std::string(total - 2, '-') << "\n";
+  for (const auto& r : rows) line(r);
+  out << "\n";
+}
+
+std::string params_label(const json& rec) {
+  const json& p = rec["parameters"];
+  std::string w = rec.value("workload", "");
+  if (w == "W1" && p.contains("producers")) return "producers=" + p["producers"].dump();
+  if (w == "W5" && p.contains("timers")) return "timers=" + p["timers"].dump();
+  return "";
+}
+
+std::string params_summary(const json& p) {
+  std::string s;
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    if (!s.empty()) s += ", ";
+    s += it.key() + "=" + it.value().dump();
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<double> RunGroup::values(const std::string& figure) const {
+  std::vector<double> v;
+  for (const auto& r : runs)
+    if (r.contains(figure) && r[figure].is_number()) v.push_back(r[figure].get<double>());
+  return v;
+}
+
+double RunGroup::median(const std::string& figure) const {
+  std::vector<double> v = values(figure);
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string row_label(const json& rec) {
+  std::string label = rec.value("system", "?");
+  if (label.rfind("kairos-", 0) != 0) {
+    if (rec.contains("config") && rec["config"].value("pinned", false)) label += " pinned";
+    return label;
+  }
+  const json& c = rec["config"];
+  unsigned shards = c.value("shards", 1u), tps = c.value("threads_per_shard", 1u);
+  if (shards > 1) label += " " + std::to_string(shards) + " shards";
+  if (tps > 1) label += " " + std::to_string(tps) + " thr/shard";
+  if (c.value("pinned", false)) label += " pinned";
+  return label;
+}
+
+std::vector<RunGroup> group_runs(const std::vector<json>& records) {
+  std::vector<RunGroup> groups;
+  for (const auto& rec : records) {
+    std::string w = rec.value("workload", "");
+    std::string pk = rec.contains("parameters") ? rec["parameters"].dump() : "{}";
+    std::string label = row_label(rec);
+    std::string ck = rec.contains("config") ? rec["config"].dump() : "{}";
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const RunGroup& g) {
+      return g.workload == w && g.params_key == pk && g.label == label &&
+             (g.runs.front().contains("config") ? g.runs.front()["config"].dump() : "{}") == ck;
+    });
+    if (it == groups.end()) {
+      RunGroup g;
+      g.workload = w;
+      g.params_key = pk;
+      g.params_label = params_label(rec);
+      g.system = rec.value("system", "?");
+      g.label = label;
+      g.is_kairos = g.system.rfind("kairos-", 0) == 0;
+      groups.push_back(std::move(g));
+      it = groups.end() - 1;
+    }
+    it->runs.push_back(rec);
+  }
+  // Stable order: by workload id, then parameter set in first-seen order.
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const RunGroup& a, const RunGroup& b) { return a.workload < b.workload; });
+  return groups;
+}
+
+void print_tables(std::ostream& out, const std::vector<RunGroup>& groups, bool markdown) {
+  std::vector<std::string> seen;  // workload + params_key, in order
+  for (const auto& g : groups) {
+    std::string key = g.workload + "\n" + g.params_key;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    std::vector<const RunGroup*> rows;
+    for (const auto& h : groups)
+      if (h.workload == g.workload && h.params_key == g.params_key) rows.push_back(&h);
+
+    const json& rec = g.runs.front();
+    std::string title = g.workload + " " + rec.value("name", "") +
+                        (g.params_label.empty() ? "" : " (" + g.params_label + ")");
+    std::size_t reps = 0;
+    for (auto* r : rows) reps = std::max(reps, r->runs.size());
+    std::string note = reps > 1 ? "median of " + std::to_string(reps) + " runs (min-max)" : "one run";
+    if (markdown) {
+      out << "#### " << title << "\n\n";
+      out << "Parameters: `" << params_summary(rec["parameters"]) << "`; " << note << ".\n\n";
+    } else {
+      out << "== " << title << " -- " << note << "\n   " << params_summary(rec["parameters"]) << "\n";
+    }
+    std::vector<std::string> header{"system"};
+    for (const auto& c : columns(g.workload)) header.push_back(c.header);
+    std::vector<std::vector<std::string>> body;
+    for (auto* r : rows) {
+      std::vector<std::string> line{r->label};
+      for (const auto& c : columns(g.workload)) line.push_back(cell(*r, c));
+      body.push_back(std::move(line));
+    }
+    print_grid(out, header, body, markdown);
+
+    // kairos / peer ratios of the headline figures.
+    std::vector<const RunGroup*> kairos, peers;
+    for (auto* r : rows) (r->is_kairos ? kairos : peers).push_back(r);
+    if (kairos.empty() || peers.empty()) continue;
+    for (const auto& c : columns(g.workload)) {
+      if (!c.headline) continue;
+      std::vector<std::string> rh{std::string("kairos/peer ") + c.header +
+                                  (c.better == Better::higher ? " (>1: kairos better)" : " (<1: kairos better)")};
+      for (auto* p : peers) rh.push_back(p->label);
+      std::vector<std::vector<std::string>> rb;
+      for (auto* k : kairos) {
+        std::vector<std::string> line{k->label};
+        for (auto* p : peers) {
+          double a = k->median(c.figure), b = p->median(c.figure);
+          char buf[32];
+          if (std::isnan(a) || std::isnan(b) || b == 0) std::snprintf(buf, sizeof buf, "-");
+          else std::snprintf(buf, sizeof buf, "%.3g", a / b);
+          line.push_back(buf);
+        }
+        rb.push_back(std::move(line));
+      }
+      print_grid(out, rh, rb, markdown);
+    }
+  }
+}
+
+std::vector<PercentileSeries> lateness_series(const std::vector<RunGroup>& groups,
+                                              const std::string& workload) {
+  static const char* kFigures[] = {"p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "p99_99_ns", "max_ns"};
+  std::vector<PercentileSeries> out;
+  for (const auto& g : groups) {
+    if (g.workload != workload) continue;
+    PercentileSeries s{g.label + (g.params_label.empty() ? "" : " " + g.params_label), {}};
+    for (const char* f : kFigures) s.values.push_back(g.median(f));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace kairos::lat
