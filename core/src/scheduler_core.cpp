@@ -587,7 +587,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       return;
     }
     sh.ran.fetch_add(1, std::memory_order_relaxed);
-    if (opt_.record_lateness) sh.lateness.record(slot.start - slot.deadline);
+    if (opt_.record_lateness) sh.lateness.record(sub_saturated(slot.start, slot.deadline));
     if (t->flags & kStoppable) std::erase(sh.running_stoppable, t);
     std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
     if (t->periodic() && s == kRunning) {
