@@ -212,7 +212,8 @@ using call_result_t = typename call_result<F>::type;
 // A callable that can be empty (function pointer, std::function, ...) is checked at submission.
 template <class F>
 bool is_empty_callable(const F& f) noexcept {
-  if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F>) return f == nullptr;
+  if constexpr (std::is_function_v<F>) return false;  // a function (reference) is never null
+  else if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F>) return f == nullptr;
   else if constexpr (requires { static_cast<bool>(f); } && !std::is_class_v<F>) return !f;
   else if constexpr (requires { f == nullptr; }) return f == nullptr;
   else return false;
