@@ -3,6 +3,8 @@
 // difference. Also: random sequences, shrinking (delta debugging over the operations) and
 // printing a failing sequence as a ready-to-paste GoogleTest test.
 //
+// With more shards, the driver's tasks all go to one of them (one submitting thread) and the
+// others stay idle: they must not disturb waiting, termination or shutdown_now().
 // After every operation the driver calls wait_idle() (so every operation is complete before the
 // next one) and compares: which tasks ran, in what order, at which virtual time (each body reads
 // clock.now()); what each submission and cancel() returned; queue_size(); every future's
@@ -93,7 +95,7 @@ inline std::string config_str(const Config& c) {
     << ", .execute_delayed = " << (c.execute_delayed ? "true" : "false")
     << ", .continue_periodic = " << (c.continue_periodic ? "true" : "false")
     << ", .rejection = kairos::Rejection::" << rej[static_cast<int>(c.rejection)]
-    << ", .capacity = " << c.capacity << ", .wait = " << c.wait << "}";
+    << ", .capacity = " << c.capacity << ", .wait = " << c.wait << ", .shards = " << c.shards << "}";
   return o.str();
 }
 
@@ -106,7 +108,7 @@ class Driver {
   explicit Driver(const Sequence& s)
       : seq_(s), model_(s.config), runs_(s.ops.size()), throw_on_(s.ops.size(), -1) {
     kairos::Options o;
-    o.shards = 1;
+    o.shards = s.config.shards;
     o.threads_per_shard = 1;
     o.wait = s.config.wait == 0   ? kairos::WaitPolicy::sleep()
              : s.config.wait == 1 ? kairos::WaitPolicy::hybrid(std::chrono::microseconds(20))
@@ -359,6 +361,7 @@ inline std::vector<std::uint8_t> random_bytes(std::mt19937_64& rng, std::size_t 
   std::uint8_t config = byte();
   if (rng() % 4) config &= static_cast<std::uint8_t>(~0x60);  // mostly the sleep wait policy
   if (rng() % 8 == 0) config |= 0x60;                         // sometimes spin
+  if (rng() % 4) config &= static_cast<std::uint8_t>(~0x80);  // mostly one shard
   b.push_back(config);
   b.push_back(rng() % 5 == 0 ? static_cast<std::uint8_t>(200 + rng() % 8) : 0);
   // Opcode bytes (see enc::kOpcodes) and their weights.
@@ -413,7 +416,7 @@ inline Sequence shrink(Sequence s, std::size_t* checks = nullptr, std::size_t ma
   }
   // Simpler configuration, where it still fails.
   Config simple;
-  for (int k = 0; k < 6 && used < max_checks; ++k) {
+  for (int k = 0; k < 7 && used < max_checks; ++k) {
     Sequence c = s;
     switch (k) {
       case 0: c.config.wait = simple.wait; break;
@@ -422,6 +425,7 @@ inline Sequence shrink(Sequence s, std::size_t* checks = nullptr, std::size_t ma
       case 3: c.config.remove_on_cancel = simple.remove_on_cancel; break;
       case 4: c.config.execute_delayed = simple.execute_delayed; break;
       case 5: c.config.continue_periodic = simple.continue_periodic; break;
+      case 6: c.config.shards = simple.shards; break;
     }
     if (!(c.config == s.config) && fails(c)) s = std::move(c);
   }

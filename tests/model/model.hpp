@@ -8,13 +8,15 @@
 //     period (runs missed while the clock jumped run back to back); a fixed-delay task's is the
 //     clock's now when the run ends + delay. A re-queued periodic task keeps its seq.
 //   - a negative delay means "now"; schedule_at keeps the deadline it is given; arithmetic
-//     saturates; a deadline of the largest time point is never due ("hours::max() means never").
+//     saturates; a deadline of the largest time point is never due ("hours::max() means never"),
+//     while a delay that lands exactly on it is due one nanosecond before, as kairos does today
+//     (BadInput.DelayEndingOnTheClocksLastTimePointIsNotEarly asks for the time point itself).
 //   - cancel() of a pending task returns true and its future reports cancelled; the task stays
 //     counted in queue_size() until its deadline passes, unless remove_on_cancel was on when it
 //     was cancelled (the setting is not retroactive).
 //   - shutdown() (every call), and setting either shutdown policy to false after it, cancels and
 //     removes queued periodic tasks unless continue_existing_periodic_tasks_after_shutdown,
-//     delayed one-shot tasks (deadline > now) unless execute_existing_delayed_tasks_after_shutdown,
+//     delayed one-shot tasks (not due) unless execute_existing_delayed_tasks_after_shutdown,
 //     and every cancelled task still retained. Due one-shot tasks always stay. A periodic task
 //     that ends a run after shutdown is re-queued only under the continue policy.
 //   - submissions after shutdown are rejected: abort throws RejectedExecution, the other
@@ -86,6 +88,7 @@ struct Config {
   kairos::Rejection rejection = kairos::Rejection::abort;
   std::size_t capacity = 0;
   int wait = 0;  // 0 sleep, 1 hybrid, 2 spin
+  unsigned shards = 1;  // one submitting thread: all its tasks go to one shard, the rest idle
   bool operator==(const Config&) const = default;
 };
 
@@ -101,8 +104,9 @@ inline bool is_submission(Code c) {
 
 // ---- byte encoding ----------------------------------------------------------------------------
 // byte 0: config bits (0 remove_on_cancel, 1 !execute_delayed, 2 continue_periodic,
-//         3-4 rejection, 5-6 wait: 0-1 sleep, 2 hybrid, 3 spin); byte 1: capacity (< 200: none,
-//         else 1..8). Then one byte per opcode, followed by its argument bytes.
+//         3-4 rejection, 5-6 wait: 0-1 sleep, 2 hybrid, 3 spin, 7 three shards); byte 1:
+//         capacity (< 200: none, else 1..8). Then one byte per opcode, followed by its argument
+//         bytes.
 namespace enc {
 
 inline constexpr Code kOpcodes[16] = {
@@ -149,6 +153,7 @@ inline Sequence decode(const std::uint8_t* data, std::size_t size, std::size_t m
   s.config.rejection = static_cast<kairos::Rejection>((c >> 3) & 3);
   int w = (c >> 5) & 3;
   s.config.wait = w < 2 ? 0 : w - 1;
+  s.config.shards = (c & 0x80) ? 3 : 1;
   std::uint8_t cap = 0;
   if (!next(cap)) return s;
   s.config.capacity = cap < 200 ? 0 : (cap - 200) % 8 + 1;
@@ -219,7 +224,9 @@ inline std::vector<std::uint8_t> encode(const Sequence& s) {
   std::uint8_t c = static_cast<std::uint8_t>((s.config.remove_on_cancel ? 1 : 0) | (s.config.execute_delayed ? 0 : 2) |
                                              (s.config.continue_periodic ? 4 : 0) |
                                              (static_cast<int>(s.config.rejection) << 3) |
-                                             ((s.config.wait == 0 ? 0 : s.config.wait + 1) << 5));
+                                             ((s.config.wait == 0 ? 0 : s.config.wait + 1) << 5) |
+                                             (s.config.shards == 3 ? 0x80 : 0));
+  if (s.config.shards != 1 && s.config.shards != 3) return {};
   out.push_back(c);
   if (s.config.capacity > 8) return {};
   out.push_back(s.config.capacity == 0 ? 0 : static_cast<std::uint8_t>(200 + s.config.capacity - 1));
@@ -315,16 +322,12 @@ class Model {
     ex = Expect{};
     budget_ = kRunLimit;
     switch (op.code) {
-      case Code::schedule:
-        submit(op, sat_add(now_, std::max<i64>(op.a, 0)), 0, ex);
-        break;
+      case Code::schedule: submit(op, deadline_after(op.a), 0, ex); break;
       case Code::schedule_at: submit(op, sat_add(now_, op.a), 0, ex); break;
       case Code::submit:
-      case Code::execute: submit(op, now_, 0, ex); break;
+      case Code::execute: submit(op, deadline_after(0), 0, ex); break;
       case Code::fixed_rate:
-      case Code::fixed_delay:
-        submit(op, sat_add(now_, std::max<i64>(op.a, 0)), op.b, ex);
-        break;
+      case Code::fixed_delay: submit(op, deadline_after(op.a), op.b, ex); break;
       case Code::cancel: {
         if (tasks_.empty()) break;
         Task& t = tasks_[static_cast<std::size_t>(op.a) % tasks_.size()];
@@ -343,13 +346,7 @@ class Model {
         continue_periodic_ = op.flag;
         if (!op.flag && shutdown_) on_shutdown();
         break;
-      case Code::advance:
-        // A ManualClock driven to its largest time point livelocks kairos (a failing test:
-        // BadInput.ManualClockAtItsEndDoesNotRunNeverTasks); such steps are skipped here so
-        // that the random search covers everything else.
-        if (sat_add(now_, op.a) == kMax) return false;
-        now_ = sat_add(now_, op.a);
-        break;
+      case Code::advance: now_ = sat_add(now_, op.a); break;
       case Code::wait_idle: break;
       case Code::shutdown:
         shutdown_ = true;
@@ -379,6 +376,16 @@ class Model {
   const std::vector<RunRecord>& log() const { return log_; }
 
  private:
+  // The deadline of a delay from now: a negative delay is 0; a deadline past the clock's range,
+  // or a delay of Duration::max(), is the largest time point ("never"); a deadline that lands
+  // exactly on the largest time point is the one before it (due at the end of a ManualClock).
+  i64 deadline_after(i64 delay) const {
+    i64 d = std::max<i64>(delay, 0);
+    i64 r;
+    if (__builtin_add_overflow(now_, d, &r) || d == kMax) return kMax;
+    return r == kMax ? kMax - 1 : r;
+  }
+
   void submit(const Op& op, i64 deadline, i64 period, Expect& ex) {
     Task t;
     t.id = static_cast<int>(tasks_.size());
@@ -455,7 +462,7 @@ class Model {
 
   void run_due() {
     for (;;) {
-      Task* t = earliest([&](const Task& x) { return x.deadline <= now_ && x.deadline != kMax; });
+      Task* t = earliest([&](const Task& x) { return due(x); });
       if (!t) return;
       if (--budget_ < 0) return;
       t->queued = false;
@@ -470,9 +477,11 @@ class Model {
     }
   }
 
+  bool due(const Task& t) const { return t.deadline <= now_ && t.deadline != kMax; }
+
   bool allowed_after_shutdown(const Task& t) const {
     if (t.periodic()) return continue_periodic_;
-    return t.deadline <= now_ || execute_delayed_;
+    return due(t) || execute_delayed_;  // a task due "never" is delayed, also at the clock's end
   }
 
   void on_shutdown() {

@@ -110,5 +110,26 @@ TEST(Model, ReferenceModelRetainsCancelledTasksUntilTheirDeadline) {
 
 // ---- regressions: shrunk sequences that once failed ---------------------------------------------
 
+// A ManualClock driven to its largest time point: the leader spun holding its lock, and
+// wait_idle() did not return (the driver's watchdog ended the run).
+TEST(ModelRegression, IdleSchedulerAtTheEndOfTime) {
+  Sequence s{{}, {
+      op::advance(kMax),
+      op::submit(),  // task 0
+  }};
+  EXPECT_EQ(check(s), "");
+}
+
+// The same with a fixed-rate task whose next deadline saturates: it ran again and again.
+TEST(ModelRegression, SaturatedFixedRateDeadlineAtTheEndOfTime) {
+  Sequence s{{}, {
+      op::fixed_rate(0, kMax),  // task 0
+      op::schedule(kMax),       // task 1
+      op::advance(kMax),
+      op::cancel(0),
+  }};
+  EXPECT_EQ(check(s), "");
+}
+
 }  // namespace
 }  // namespace kairos_model

@@ -160,6 +160,22 @@ TEST(BadInput, MinDelayAndPastDeadlinesRunAtOnce) {
   EXPECT_EQ(p.delay(), 1h);
 }
 
+// "Deadline arithmetic never overflows": a task due at time_point::min() runs at once and its
+// lateness (start - deadline) saturates instead of wrapping to a negative value, which stats()
+// would report as a task started before its deadline.
+TEST(BadInput, PastDeadlineLatenessDoesNotOverflow) {
+  kairos::ManualClock clock;
+  clock.advance(1h);
+  ManualScheduler s(one_thread(), clock);
+  auto a = s.schedule_at([] { return 1; }, Tp::min());
+  auto b = s.schedule_at([] { return 2; }, Tp(kairos::Duration(std::numeric_limits<std::int64_t>::min() + 5)));
+  EXPECT_EQ(a.get() + b.get(), 3);
+  ASSERT_TRUE(s.wait_idle(30s));
+  kairos::ShardStats total = s.stats().total();
+  EXPECT_EQ(total.lateness.below_zero(), 0u) << "a wrapped lateness reads as an early start";
+  EXPECT_EQ(total.lateness.count(), 2u);
+}
+
 TEST(BadInput, MaxPeriodRunsOnceThenNever) {
   kairos::ManualClock clock;
   ManualScheduler s(one_thread(), clock);
@@ -208,6 +224,23 @@ TEST(BadInput, ManualClockAtItsEndKeepsWaitIdleBounded) {
   EXPECT_TRUE(s.wait_idle(1s)) << "nothing is queued: idle";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_EQ(s.submit([] { return 1; }).get(), 1);
+}
+
+// "Never early" at the very end of a ManualClock: a delay that lands exactly on the largest
+// time point is due there (not never), and not one nanosecond before it.
+TEST(BadInput, DelayEndingOnTheClocksLastTimePointIsNotEarly) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  kairos::ManualClock clock;
+  clock.advance(1ns);
+  ManualScheduler s(one_thread(), clock);
+  std::atomic<int> runs{0};
+  auto f = s.schedule([&] { ++runs; }, kairos::Duration(kMax - 1));  // due at time_point::max()
+  clock.advance(kairos::Duration(kMax - 2));                          // now: max - 1
+  ASSERT_TRUE(s.wait_idle(30s));
+  EXPECT_EQ(runs.load(), 0) << "ran one nanosecond before its deadline";
+  clock.advance(1ns);  // now: max
+  ASSERT_TRUE(s.wait_idle(30s));
+  EXPECT_EQ(runs.load(), 1) << "due at the clock's last time point";
 }
 
 TEST(BadInput, NegativeClockAdvanceThrows) {
@@ -371,10 +404,11 @@ TEST(BadInput, MoveOnlyResultSecondGetThrowsFutureError) {
 TEST(BadInput, NegativeTimeoutsReturnAtOnce) {
   kairos::Scheduler s(one_thread());
   auto f = s.schedule([] {}, 1h);
+  ASSERT_TRUE(s.wait_idle(30s));
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(f.wait_for(-1s), std::future_status::timeout);
   EXPECT_EQ(f.wait_for(std::chrono::hours::min()), std::future_status::timeout);
-  EXPECT_TRUE(s.wait_idle(-1s)) << "idle: the only task is an hour away";
+  EXPECT_TRUE(s.wait_idle(-1s)) << "already idle (the only task is an hour away): one check suffices";
   EXPECT_FALSE(s.await_termination(-1s));
   EXPECT_FALSE(s.await_termination(std::chrono::hours::min()));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);

@@ -8,14 +8,21 @@
 //     was dropped); one returned by shutdown_now() and run() ran once, in the caller;
 //   - a rejected submission (RejectedExecution, or a future cancelled at once) never ran;
 //   - every future of an accepted task is done once the scheduler has terminated: nothing lost;
-//   - runs of a periodic task never overlap and none starts early (against steady_clock);
-//     after a winning cancel() at most the run already under way starts; after shutdown
-//     (continue policy false) or shutdown_now() at most one more run starts;
+//   - runs of a task never overlap and none starts early (against steady_clock, or the
+//     ManualClock the scheduler runs on); after a winning cancel() at most the run already
+//     under way starts; after shutdown_now() (or, for a periodic task, shutdown() without the
+//     continue policy) at most one more run of a task starts, and at most one per thread in all;
+//   - on_uncaught ran once for each failure nobody can get() (execute()'d, periodic);
 //   - a periodic future completes only by cancellation or by the exception of its last run;
 //   - every copy of every callable is destroyed exactly once (Probe: live count back to zero,
 //     no destructor on a dead object).
 // Threads: add(), publish(), cancel() and the bodies may run on any thread; verify() runs once
 //          the scheduler has terminated and no other thread touches the ledger.
+// Usage:   Entry* e = ledger.add(Kind::one_shot, ledger.now() + delay, 0);
+//          ledger.publish(*e, sched.schedule(ledger.body(*e, action), delay));
+//          ... shutdown, await_termination ...
+//          problems = ledger.verify(allowances, summary);
+//          ledger.release_futures(); destroy the scheduler; ledger.verify_destroyed();
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -190,7 +197,9 @@ struct Summary {
 
 class Ledger {
  public:
-  explicit Ledger(std::size_t capacity) : capacity_(capacity) {
+  // `manual`: the clock a ManualClock scheduler runs on; "early" is then judged against it.
+  explicit Ledger(std::size_t capacity, const kairos::ManualClock* manual = nullptr)
+      : capacity_(capacity), manual_(manual) {
     for (std::size_t i = 0; i < capacity; i += kChunk) chunks_.push_back(std::make_unique<Entry[]>(kChunk));
   }
   Ledger(const Ledger&) = delete;
@@ -251,12 +260,15 @@ class Ledger {
 
   ProbeCounters probes;
 
+  // Now on the clock the scheduler runs on, in ns.
+  std::int64_t now() const noexcept { return manual_ ? manual_->now_ns() : steady_ns(); }
+
   // ---- bodies ----------------------------------------------------------------------------
   // One run: construct at the start of the body, destroy at its end (also by exception).
   class Run {
    public:
     Run(Ledger& l, Entry& e) : l_(l), e_(e) {
-      std::int64_t now = steady_ns();
+      std::int64_t now = l.now();
       index_ = e.starts.fetch_add(1);
       if (e.active.fetch_add(1) != 0) e.overlaps.fetch_add(1);
       bool orphan = t_running_orphans && t_body_depth == 0;
@@ -272,7 +284,7 @@ class Ledger {
     }
     ~Run() {
       --t_body_depth;
-      e_.last_end_ns.store(steady_ns());
+      e_.last_end_ns.store(l_.now());
       e_.active.fetch_sub(1);
     }
     Run(const Run&) = delete;
@@ -496,6 +508,7 @@ class Ledger {
   static constexpr std::size_t kChunk = 1024;
 
   std::size_t capacity_;
+  const kairos::ManualClock* manual_;
   std::atomic<std::size_t> next_{0};
   std::vector<std::unique_ptr<Entry[]>> chunks_;
   std::atomic<bool> periodic_stopped_{false};

@@ -4,11 +4,15 @@
 // schedule_at, submit, execute, both periodic kinds), cancel random tasks from their threads,
 // while task bodies cancel other tasks or themselves, submit new tasks, and some throw. A
 // controller thread flips the shutdown policies and, at a random moment, calls shutdown(),
-// shutdown_now(), or both; the tasks shutdown_now() returns are run or dropped at random.
-// Afterwards the scheduler must terminate, and the ledger must balance (ledger.hpp).
+// shutdown_now(), or both, or the storm ends by destroying the scheduler while tasks are pending
+// and running; the tasks shutdown_now() returns are run or dropped at random. Afterwards the
+// scheduler must terminate, and the ledger must balance (ledger.hpp).
+// ManualClock storms do the same on a ManualClock that a thread moves in small steps: its
+// leaders sleep with no timeout, so a lost wake-up leaves the storm unable to terminate.
 // Each storm draws its configuration (1..4 shards x 1..3 threads, wait policy, rejection
 // policy, capacity, pinning, policies) from its seed; a failure prints the seed, and
-// KAIROS_STRESS_SEED=<seed> replays the storm's configuration and schedule of decisions.
+// KAIROS_STRESS_SEED=<seed> replays the storm's configuration and random decisions (the
+// interleaving of the threads is the machine's).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,10 +20,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <kairos/kairos.hpp>
@@ -47,7 +51,7 @@ struct Rng {
   bool chance(unsigned percent) { return below(100) < percent; }
 };
 
-enum class Ending { shutdown, shutdown_now, shutdown_then_now };
+enum class Ending { shutdown, shutdown_now, shutdown_then_now, destroy };
 
 struct StormConfig {
   unsigned shards = 1, threads = 1, producers = 2;
@@ -66,7 +70,7 @@ struct StormConfig {
   std::string str() const {
     static const char* rej[] = {"abort", "caller_runs", "discard", "discard_oldest"};
     static const char* waits[] = {"sleep", "hybrid", "spin"};
-    static const char* ends[] = {"shutdown", "shutdown_now", "shutdown+shutdown_now"};
+    static const char* ends[] = {"shutdown", "shutdown_now", "shutdown+shutdown_now", "destructor"};
     std::ostringstream o;
     o << shards << " shards x " << threads << " threads, " << producers << " producers, wait="
       << waits[wait] << (wait == 1 ? "(" + std::to_string(spin_window_ns) + "ns)" : "")
@@ -79,7 +83,7 @@ struct StormConfig {
   }
 };
 
-enum class Flavor { mixed, strict, shutdown_now, capacity };
+enum class Flavor { mixed, strict, shutdown_now, capacity, manual };
 
 StormConfig draw_config(Rng& r, Flavor flavor) {
   StormConfig c;
@@ -97,7 +101,7 @@ StormConfig draw_config(Rng& r, Flavor flavor) {
   c.continue_periodic = r.chance(40);
   c.flip_after_shutdown = r.chance(50);
   c.far_future = r.chance(30);
-  c.ending = static_cast<Ending>(r.below(3));
+  c.ending = r.chance(20) ? Ending::destroy : static_cast<Ending>(r.below(3));
   switch (flavor) {
     case Flavor::mixed: break;
     case Flavor::strict:  // every one-shot must run; periodic tasks end only by cancel()
@@ -111,14 +115,20 @@ StormConfig draw_config(Rng& r, Flavor flavor) {
       c.ending = r.chance(50) ? Ending::shutdown_now : Ending::shutdown_then_now;
       break;
     case Flavor::capacity: c.capacity = 4 + r.below(60); break;
+    case Flavor::manual: break;  // a ManualClock that a thread of the test moves
   }
   return c;
 }
 
+// Clock: kairos::SteadyClock, or kairos::ManualClock moved forward by a thread of the storm in
+// steps of up to 0.5 ms (a lost wake-up then shows as a storm that never terminates).
+template <class Clock>
 class Storm {
+  static constexpr bool kManual = std::is_same_v<Clock, kairos::ManualClock>;
+
  public:
   Storm(std::uint64_t seed, Flavor flavor, std::chrono::nanoseconds length)
-      : seed_(seed), length_(length), ledger_(kMaxEntries) {
+      : seed_(seed), length_(length), ledger_(kMaxEntries, kManual ? &clock_ : nullptr) {
     Rng r(seed);
     config_ = draw_config(r, flavor);
   }
@@ -149,15 +159,22 @@ class Storm {
     std::vector<std::string> problems;
     {
       Watchdog dog("storm seed " + std::to_string(seed_), std::chrono::seconds(240));
-      sched_ = std::make_unique<kairos::Scheduler>(o);
+      if constexpr (kManual) sched_ = std::make_unique<Sched>(o, clock_);
+      else sched_ = std::make_unique<Sched>(o);
+      raw_ = sched_.get();
       start_ns_ = steady_ns();
       std::vector<std::thread> producers;
       for (unsigned p = 0; p < config_.producers; ++p)
         producers.emplace_back([this, p] { produce(seed_ * 31 + p + 1); });
       std::thread controller([this] { control(seed_ * 17 + 5); });
+      std::thread mover;
+      if constexpr (kManual) mover = std::thread([this] { move_clock(seed_ * 13 + 3); });
       controller.join();
       for (std::thread& t : producers) t.join();
-      finish(problems);
+      if (config_.ending == Ending::destroy) destroy();
+      else finish(problems);
+      stop_clock_.store(true);
+      if (mover.joinable()) mover.join();
       Allowances allow = allow_;
       allow.on_uncaught_calls = uncaught_.load();
       allow.max_starts_after_stop = config_.shards * config_.threads;
@@ -220,7 +237,7 @@ class Storm {
     unsigned roll = static_cast<unsigned>(r.below(100));
     bool want_periodic = roll >= 85 && live_periodic_.load() < kMaxLivePeriodic;
     std::int64_t delay = draw_delay_ns(r);
-    std::int64_t t0 = steady_ns();
+    std::int64_t t0 = ledger_.now();
     std::int64_t earliest = delay > 0 ? t0 + delay : t0;
     Kind kind = Kind::one_shot;
     std::int64_t period = 0;
@@ -237,14 +254,14 @@ class Storm {
     Entry* e = ledger_.add(kind, earliest, period, throw_on, static_cast<std::uint32_t>(r.next()));
     if (!e) return false;
     bool stoppable = r.chance(30);
-    bool was_shutdown = sched_->is_shutdown();
+    bool was_shutdown = raw_->is_shutdown();
     try {
       if (kind == Kind::execute) {
-        if (stoppable) sched_->execute(ledger_.stoppable_body(*e, Act{this}));
-        else sched_->execute(ledger_.body(*e, Act{this}));
+        if (stoppable) raw_->execute(ledger_.stoppable_body(*e, Act{this}));
+        else raw_->execute(ledger_.body(*e, Act{this}));
         // execute() has no future: a rejection other than abort drops it without a trace.
         if (was_shutdown) ledger_.dropped_without_future(*e);
-        else if (sched_->is_shutdown() ||
+        else if (raw_->is_shutdown() ||
                  (config_.capacity && config_.rejection == kairos::Rejection::discard))
           ledger_.maybe_dropped(*e);
         else ledger_.accepted_without_future(*e);
@@ -252,35 +269,36 @@ class Storm {
       }
       kairos::ScheduledFuture<void> f;
       if (kind == Kind::fixed_rate) {
-        f = stoppable ? sched_->schedule_at_fixed_rate(ledger_.stoppable_body(*e, Act{this}),
+        f = stoppable ? raw_->schedule_at_fixed_rate(ledger_.stoppable_body(*e, Act{this}),
                                                        std::chrono::nanoseconds(delay), std::chrono::nanoseconds(period))
-                      : sched_->schedule_at_fixed_rate(ledger_.body(*e, Act{this}), std::chrono::nanoseconds(delay),
+                      : raw_->schedule_at_fixed_rate(ledger_.body(*e, Act{this}), std::chrono::nanoseconds(delay),
                                                        std::chrono::nanoseconds(period));
       } else if (kind == Kind::fixed_delay) {
-        f = stoppable ? sched_->schedule_with_fixed_delay(ledger_.stoppable_body(*e, Act{this}),
+        f = stoppable ? raw_->schedule_with_fixed_delay(ledger_.stoppable_body(*e, Act{this}),
                                                           std::chrono::nanoseconds(delay), std::chrono::nanoseconds(period))
-                      : sched_->schedule_with_fixed_delay(ledger_.body(*e, Act{this}), std::chrono::nanoseconds(delay),
+                      : raw_->schedule_with_fixed_delay(ledger_.body(*e, Act{this}), std::chrono::nanoseconds(delay),
                                                           std::chrono::nanoseconds(period));
       } else {
         unsigned how = static_cast<unsigned>(r.below(3));
         if (how == 0 || delay == kHour) {
-          f = stoppable ? sched_->schedule(ledger_.stoppable_body(*e, Act{this}), std::chrono::nanoseconds(delay))
-                        : sched_->schedule(ledger_.body(*e, Act{this}), std::chrono::nanoseconds(delay));
+          f = stoppable ? raw_->schedule(ledger_.stoppable_body(*e, Act{this}), std::chrono::nanoseconds(delay))
+                        : raw_->schedule(ledger_.body(*e, Act{this}), std::chrono::nanoseconds(delay));
         } else if (how == 1) {
-          auto at = kairos::SteadyClock::now() + std::chrono::nanoseconds(delay);
-          f = stoppable ? sched_->schedule_at(ledger_.stoppable_body(*e, Act{this}), at)
-                        : sched_->schedule_at(ledger_.body(*e, Act{this}), at);
+          auto at = typename Clock::time_point(std::chrono::duration_cast<typename Clock::time_point::duration>(
+              std::chrono::nanoseconds(ledger_.now() + delay)));
+          f = stoppable ? raw_->schedule_at(ledger_.stoppable_body(*e, Act{this}), at)
+                        : raw_->schedule_at(ledger_.body(*e, Act{this}), at);
         } else {
           e->earliest_ns = t0;
-          f = stoppable ? sched_->submit(ledger_.stoppable_body(*e, Act{this}))
-                        : sched_->submit(ledger_.body(*e, Act{this}));
+          f = stoppable ? raw_->submit(ledger_.stoppable_body(*e, Act{this}))
+                        : raw_->submit(ledger_.body(*e, Act{this}));
         }
       }
       bool cancelled_at_once = f.is_cancelled();
       ledger_.publish(*e, std::move(f));
       if (cancelled_at_once && e->fate.load() == Fate::discarded) {
         // Legitimate only as a rejection: after shutdown, or over capacity.
-        if (!was_shutdown && !sched_->is_shutdown() && config_.capacity == 0) {
+        if (!was_shutdown && !raw_->is_shutdown() && config_.capacity == 0) {
           std::lock_guard lock(mu_);
           side_problems_.push_back(std::string(kind_name(kind)) + " task " + std::to_string(e->id) +
                                    ": future cancelled at once, with no shutdown and no capacity");
@@ -295,7 +313,7 @@ class Storm {
     } catch (const kairos::RejectedExecution&) {
       ledger_.rejected(*e);
       std::lock_guard lock(mu_);
-      if (config_.capacity == 0 && !was_shutdown && !sched_->is_shutdown())
+      if (config_.capacity == 0 && !was_shutdown && !raw_->is_shutdown())
         side_problems_.push_back(std::string(kind_name(kind)) + " task " + std::to_string(e->id) +
                                  ": RejectedExecution with no shutdown and no capacity");
       if (config_.rejection != kairos::Rejection::abort)
@@ -317,6 +335,15 @@ class Storm {
     return true;
   }
 
+  // ManualClock storms: time moves in small random steps, from its own thread, until the end.
+  void move_clock(std::uint64_t seed) {
+    Rng r(seed);
+    while (!stop_clock_.load()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50 + r.below(200)));
+      clock_.advance(std::chrono::nanoseconds(r.below(500'000)));
+    }
+  }
+
   void produce(std::uint64_t seed) {
     OutsideScheduler outside;
     Rng r(seed);
@@ -329,8 +356,8 @@ class Storm {
         } else if (roll < 92) {
           if (Entry* e = ledger_.pick(r.next())) cancel(*e, r.chance(50));
         } else {
-          (void)sched_->queue_size();
-          (void)sched_->is_terminated();
+          (void)raw_->queue_size();
+          (void)raw_->is_terminated();
         }
       }
       std::this_thread::sleep_for(std::chrono::microseconds(r.below(1000)));
@@ -338,7 +365,7 @@ class Storm {
   }
 
   void set_continue(bool v) {
-    sched_->set_continue_existing_periodic_tasks_after_shutdown(v);
+    raw_->set_continue_existing_periodic_tasks_after_shutdown(v);
     continue_ = v;
     if (!v && shut_down_) {
       allow_.periodic_cancelled_by_policy = true;
@@ -346,13 +373,13 @@ class Storm {
     }
   }
   void set_delayed(bool v) {
-    sched_->set_execute_existing_delayed_tasks_after_shutdown(v);
+    raw_->set_execute_existing_delayed_tasks_after_shutdown(v);
     delayed_ = v;
     if (!v && shut_down_) allow_.delayed_cancelled_by_policy = true;
   }
 
   void do_shutdown() {
-    sched_->shutdown();
+    raw_->shutdown();
     shut_down_ = true;
     if (!continue_) {
       allow_.periodic_cancelled_by_policy = true;
@@ -362,7 +389,7 @@ class Storm {
   }
 
   void do_shutdown_now(Rng& r) {
-    std::vector<kairos::Task> tasks = sched_->shutdown_now();
+    std::vector<kairos::Task> tasks = raw_->shutdown_now();
     shut_down_ = true;
     ledger_.stop_all();
     allow_.periodic_cancelled_by_policy = true;
@@ -398,16 +425,20 @@ class Storm {
       std::this_thread::sleep_for(std::chrono::microseconds(200 + r.below(2000)));
       if (flips_before && r.chance(30)) {
         bool c = r.chance(50), d = r.chance(50);
-        sched_->set_continue_existing_periodic_tasks_after_shutdown(c);
-        sched_->set_execute_existing_delayed_tasks_after_shutdown(d);
-        sched_->set_remove_on_cancel(r.chance(50));
+        raw_->set_continue_existing_periodic_tasks_after_shutdown(c);
+        raw_->set_execute_existing_delayed_tasks_after_shutdown(d);
+        raw_->set_remove_on_cancel(r.chance(50));
       }
     }
-    sched_->set_remove_on_cancel(config_.remove_on_cancel);  // what the storm was drawn with
+    raw_->set_remove_on_cancel(config_.remove_on_cancel);  // what the storm was drawn with
     remove_on_cancel_ = config_.remove_on_cancel;
     if (flips_before) {  // settle the policies the shutdown will see
       set_continue(config_.continue_periodic);
       set_delayed(config_.execute_delayed);
+    }
+    if (config_.ending == Ending::destroy) {  // the storm's end destroys the running scheduler
+      stop_producers_.store(true);
+      return;
     }
     if (config_.ending == Ending::shutdown_now) {
       do_shutdown_now(r);
@@ -427,11 +458,21 @@ class Storm {
       }
       if (config_.flip_after_shutdown && r.chance(10)) {
         remove_on_cancel_ = r.chance(50);
-        sched_->set_remove_on_cancel(remove_on_cancel_);
+        raw_->set_remove_on_cancel(remove_on_cancel_);
       }
     }
     if (now_pending) do_shutdown_now(r);
     stop_producers_.store(true);
+  }
+
+  // The destructor with tasks pending and running: the pending ones are dropped (cancelled),
+  // the running ones finish; afterwards nothing runs, every future is done.
+  void destroy() {
+    OutsideScheduler outside;
+    allow_.dropped_tasks = static_cast<std::size_t>(-1) / 2;
+    allow_.periodic_cancelled_by_policy = true;
+    sched_.reset();
+    ledger_.stop_all();
   }
 
   // After the producers stopped: end what may still run, then wait for termination.
@@ -450,8 +491,8 @@ class Storm {
     }
     // Cancelled tasks are retained until their deadline unless remove_on_cancel was on when
     // they were cancelled; a further shutdown() removes them (as Java's onShutdown does).
-    if (!remove_on_cancel_) sched_->shutdown();
-    if (!sched_->await_termination(std::chrono::seconds(20))) {
+    if (!remove_on_cancel_) raw_->shutdown();
+    if (!raw_->await_termination(std::chrono::seconds(20))) {  // (the clock thread still runs)
       std::size_t not_done = 0;
       std::string first;
       for (std::size_t i = 0; i < ledger_.size(); ++i) {
@@ -461,10 +502,10 @@ class Storm {
         }
       }
       problems.push_back("no termination within 20 s after shutdown: queue_size=" +
-                         std::to_string(sched_->queue_size()) + ", " + std::to_string(not_done) +
+                         std::to_string(raw_->queue_size()) + ", " + std::to_string(not_done) +
                          " futures not done (first: " + first + ")");
     }
-    if (!sched_->is_terminated()) problems.push_back("await_termination() returned but is_terminated() is false");
+    if (!raw_->is_terminated()) problems.push_back("await_termination() returned but is_terminated() is false");
     std::lock_guard lock(mu_);
     for (std::string& p : side_problems_) problems.push_back(p);
   }
@@ -475,7 +516,11 @@ class Storm {
   Ledger ledger_;
   Summary summary_;
   Allowances allow_;
-  std::unique_ptr<kairos::Scheduler> sched_;
+  using Sched = kairos::BasicScheduler<Clock>;
+  kairos::ManualClock clock_;  // the storm's time when Clock is ManualClock
+  std::atomic<bool> stop_clock_{false};
+  std::unique_ptr<Sched> sched_;
+  Sched* raw_ = nullptr;  // stays valid while the destructor runs (tasks may still call it)
   std::int64_t start_ns_ = 0;
   std::atomic<bool> stop_producers_{false};
   std::atomic<int> live_periodic_{0};
@@ -488,6 +533,7 @@ class Storm {
 };
 
 // Runs storms of one flavor for the test's time budget, a third of it each.
+template <class Clock = kairos::SteadyClock>
 void run_storms(Flavor flavor, const char* name) {
   std::uint64_t base = stress_seed();
   std::chrono::nanoseconds budget = stress_budget();
@@ -496,7 +542,7 @@ void run_storms(Flavor flavor, const char* name) {
   std::size_t storms = 0, tasks = 0, runs = 0;
   for (std::uint64_t i = 0;; ++i) {
     std::uint64_t seed = replay ? base : base + i * 0x9E3779B97F4A7C15ull;
-    Storm storm(seed, flavor, budget / 3);
+    Storm<Clock> storm(seed, flavor, budget / 3);
     std::vector<std::string> problems = storm.run();
     ++storms;
     tasks += storm.summary().accepted;
@@ -520,6 +566,7 @@ TEST(Stress, MixedStormsBalanceTheLedger) { run_storms(Flavor::mixed, "mixed"); 
 TEST(Stress, StrictStormsRunEveryAcceptedOneShot) { run_storms(Flavor::strict, "strict"); }
 TEST(Stress, ShutdownNowStormsLoseNothing) { run_storms(Flavor::shutdown_now, "shutdown_now"); }
 TEST(Stress, CapacityStormsUnderEveryRejectionPolicy) { run_storms(Flavor::capacity, "capacity"); }
+TEST(Stress, ManualClockStormsLoseNoWakeUp) { run_storms<kairos::ManualClock>(Flavor::manual, "manual"); }
 
 // Happens-before FIFO: thread A submits at deadline D, then signals B; B submits at the same D.
 // Within a shard (one shard here), A's task must start first, every time.

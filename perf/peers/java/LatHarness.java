@@ -469,8 +469,9 @@ public final class LatHarness {
             last = Math.max(last, s);
             firstStart = Math.min(firstStart, s);
         }
-        Json p = new Json().put("tasks", tasks).put("ahead_ns", ahead).put("absolute_deadlines", 0);
+        Json p = new Json().put("tasks", tasks).put("ahead_ns", ahead);
         Json f = new Json();
+        f.put("absolute_deadlines", 0);
         f.put("inversions", countInversions(v));
         f.put("out_of_order_tasks", outOfOrder);
         f.put("deadline_to_last_start_ns", last - deadline);
