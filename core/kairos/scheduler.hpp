@@ -59,7 +59,8 @@ class BasicScheduler {
   // One-shot task after `delay` (negative: as soon as possible; any duration, saturating).
   template <class F, class Rep, class Period>
   auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
-    return submit_one(std::forward<F>(f), deadline_after(delay), 0);
+    Deadline d = deadline_after(delay);
+    return submit_one(std::forward<F>(f), d.ns, d.flags);
   }
   // One-shot task at an absolute deadline on this scheduler's clock (a past one runs at once).
   template <class F>
@@ -85,11 +86,11 @@ class BasicScheduler {
     check_callable(f);
     auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture);
     n->core = core_.get();
-    core_->submit(n, deadline_after(Duration::zero()));
+    core_->submit(n, deadline_after(Duration::zero()).ns);
   }
   template <class F>
   auto submit(F&& f) {
-    return submit_one(std::forward<F>(f), deadline_after(Duration::zero()), 0);
+    return submit_one(std::forward<F>(f), deadline_after(Duration::zero()).ns, 0);
   }
 
   void shutdown() { core_->shutdown(); }
@@ -144,16 +145,20 @@ class BasicScheduler {
     if (detail::is_empty_callable(f)) throw std::invalid_argument("kairos: empty callable");
   }
 
+  struct Deadline {
+    std::int64_t ns;
+    std::uint8_t flags;  // kNever when the delay reaches past the clock's range
+  };
   template <class Rep, class Period>
-  std::int64_t deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
+  Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;  // a negative delay means "as soon as possible" (Java normalises to 0)
     std::int64_t now = core_->now_ns();
     std::int64_t deadline;
-    // Past the clock's range (or Duration::max()): the largest deadline, which means never.
-    if (__builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs) return detail::kMaxNs;
-    // Exactly at the end of a ManualClock's time: due then, not never.
-    return deadline == detail::kMaxNs ? detail::kMaxNs - 1 : deadline;
+    // Past the clock's range (or Duration::max()): never. Exactly at the end of a ManualClock's
+    // time: due then.
+    if (__builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs) return {detail::kMaxNs, detail::kNever};
+    return {deadline, 0};
   }
 
   template <class F>
@@ -176,13 +181,13 @@ class BasicScheduler {
     check_callable(f);
     std::int64_t p = detail::to_ns_saturated(period);
     if (p <= 0) throw std::invalid_argument(std::string("kairos: periodic task needs a ") + what + " > 0");
-    std::int64_t deadline = deadline_after(initial_delay);
-    auto* n = detail::make_node<true>(std::forward<F>(f), flags);
+    Deadline deadline = deadline_after(initial_delay);
+    auto* n = detail::make_node<true>(std::forward<F>(f), static_cast<std::uint8_t>(flags | deadline.flags));
     n->period = p;
     n->core = core_.get();
     n->refs.store(2, std::memory_order_relaxed);
     ScheduledFuture<void> fut(n, clock_ptr());
-    core_->submit(n, deadline);
+    core_->submit(n, deadline.ns);
     return fut;
   }
 

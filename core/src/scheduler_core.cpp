@@ -76,10 +76,10 @@ inline constexpr std::uint64_t kDrainEvery = 1024;     // power of two
 inline constexpr std::size_t kMaxBatch = 64;            // due tasks one leader takes at once
 inline constexpr std::size_t kCacheLine = 64;
 
-// The largest deadline means "never" (hours::max(), a saturated period), even when a
-// ManualClock has been advanced to its end.
-constexpr bool is_due(std::int64_t deadline, std::int64_t now) noexcept {
-  return deadline <= now && deadline != kMaxNs;
+// A task is due once the clock reaches its deadline, unless its deadline lies past the clock's
+// range (kNever: hours::max(), a saturated period), even on a ManualClock advanced to its end.
+inline bool is_due(const TaskBase* t, std::int64_t now) noexcept {
+  return t->deadline <= now && !(t->flags & kNever);
 }
 
 enum RunState : int { kRunningState = 0, kShutdown = 1, kStop = 2, kTerminated = 3 };
@@ -433,13 +433,13 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       if (must_exit(sh)) return 0;
       if (run_state_.load(std::memory_order_seq_cst) >= kStop) {
         // Nothing starts after shutdown_now(); it takes the tasks and kicks this thread out.
-        wait(sh, lk, w, kMaxNs);
+        wait(sh, lk, w, kMaxNs, true);
         continue;
       }
       std::int64_t now = now_ns();
       std::size_t n = 0;
       std::size_t max = opt_.threads_per_shard == 1 ? kMaxBatch : 1;
-      while (n < max && !sh.heap.empty() && is_due(sh.heap.top()->deadline, now)) {
+      while (n < max && !sh.heap.empty() && is_due(sh.heap.top(), now)) {
         TaskBase* t = sh.heap.top();
         bool stoppable = t->flags & kStoppable;
         if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu
@@ -460,14 +460,17 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
         continue;
       }
       idle_spins = 0;
-      wait(sh, lk, w, sh.heap.empty() ? kMaxNs : sh.heap.top()->deadline);
+      TaskBase* head = sh.heap.empty() ? nullptr : sh.heap.top();
+      bool forever = head == nullptr || (head->flags & kNever);
+      wait(sh, lk, w, forever ? kMaxNs : head->deadline, forever);
     }
   }
 
-  // Waits until `deadline`, a submission, or a kick. mu held on entry and exit.
-  void wait(Shard& sh, std::unique_lock<std::mutex>& lk, std::uint32_t w, std::int64_t deadline) {
+  // Waits until `deadline` (forever: no deadline), a submission, or a kick. mu held on entry
+  // and exit.
+  void wait(Shard& sh, std::unique_lock<std::mutex>& lk, std::uint32_t w, std::int64_t deadline, bool forever) {
     sh.armed.store(deadline, std::memory_order_seq_cst);
-    if (sh.inbox_has_work() || is_due(deadline, now_ns()) || must_exit(sh)) {
+    if (sh.inbox_has_work() || (!forever && now_ns() >= deadline) || must_exit(sh)) {
       sh.armed.store(kAwake, std::memory_order_seq_cst);
       return;
     }
@@ -482,7 +485,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
                                                                  : sub_saturated(deadline, window);
       bool woken = false;
       if (steady_now_ns() < spin_from) {
-        woken = !sleep_until(sh, w, spin_from == kMaxNs ? (deadline == kMaxNs ? -1 : deadline) : spin_from);
+        woken = !sleep_until(sh, w, spin_from == kMaxNs ? (forever ? -1 : deadline) : spin_from);
       }
       if (!woken && mode != WaitPolicy::Mode::sleep) spin_until(sh, w, deadline);
     }
@@ -573,8 +576,12 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
 
   std::int64_t next_deadline(TaskBase* t) const noexcept {
     auto* p = static_cast<PeriodicBase*>(t);
-    if (t->flags & kFixedDelay) return add_saturated(now_ns(), p->period);
-    return add_saturated(t->deadline, p->period);
+    std::int64_t next;
+    if (__builtin_add_overflow(t->flags & kFixedDelay ? now_ns() : t->deadline, p->period, &next)) {
+      t->flags |= kNever;  // the runner owns t here; the next reader takes mu first
+      return kMaxNs;
+    }
+    return next;
   }
 
   // After a batch, under mu: counts each task out, re-queues a periodic task or lets it go.
@@ -685,7 +692,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   bool allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept {
     if (run_state_.load(std::memory_order_seq_cst) >= kStop) return false;
     if (t->periodic()) return continue_periodic_.load(std::memory_order_acquire);
-    return is_due(t->deadline, now) || exec_delayed_.load(std::memory_order_acquire);
+    return is_due(t, now) || exec_delayed_.load(std::memory_order_acquire);
   }
 
   // Under mu after shutdown: cancels and removes what the policies no longer allow, and every
@@ -851,7 +858,7 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
         bool dead = sh.threads_alive == 0;
         if (sh.running != 0) idle = false;
         else if (!dead && (sh.drained.load() < subs[i] || sh.removes_done.load() < removes[i] || !sh.unconfirmed.empty())) idle = false;
-        else if (!dead && !sh.heap.empty() && is_due(sh.heap.top()->deadline, now)) idle = false;
+        else if (!dead && !sh.heap.empty() && is_due(sh.heap.top(), now)) idle = false;
         if (!idle) sh.kick();
       }
       if (idle) return true;

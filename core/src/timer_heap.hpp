@@ -14,8 +14,12 @@ namespace kairos::detail {
 
 class TimerHeap {
  public:
+  // Equal deadlines: submission order, except that a task never due (kNever, whose deadline is
+  // the largest) sorts after one that falls due at the end of a ManualClock's time.
   static bool before(const TaskBase* a, const TaskBase* b) noexcept {
-    return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
+    if (a->deadline != b->deadline) return a->deadline < b->deadline;
+    bool an = a->flags & kNever, bn = b->flags & kNever;
+    return an != bn ? bn : a->seq < b->seq;
   }
 
   bool empty() const noexcept { return v_.empty(); }

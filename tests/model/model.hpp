@@ -8,7 +8,7 @@
 //     period (runs missed while the clock jumped run back to back); a fixed-delay task's is the
 //     clock's now when the run ends + delay. A re-queued periodic task keeps its seq.
 //   - a negative delay means "now"; schedule_at keeps the deadline it is given; arithmetic
-//     saturates; a deadline of the largest time point is never due ("hours::max() means never"),
+//     saturates; a deadline past the clock's range is never due ("hours::max() means never"),
 //     while a delay that lands exactly on it is due one nanosecond before, as kairos does today
 //     (BadInput.DelayEndingOnTheClocksLastTimePointIsNotEarly asks for the time point itself).
 //   - cancel() of a pending task returns true and its future reports cancelled; the task stays
@@ -288,6 +288,7 @@ struct Task {
   int runs = 0;
   State state = State::pending;
   bool queued = false;  // in the queue: pending, or cancelled and retained
+  bool never = false;   // its deadline lies past the clock's range: never due
   bool periodic() const { return kind == Code::fixed_rate || kind == Code::fixed_delay; }
 };
 
@@ -322,12 +323,12 @@ class Model {
     ex = Expect{};
     budget_ = kRunLimit;
     switch (op.code) {
-      case Code::schedule: submit(op, deadline_after(op.a), 0, ex); break;
+      case Code::schedule: submit(op, deadline_after(op.a), 0, ex, never_after(op.a)); break;
       case Code::schedule_at: submit(op, sat_add(now_, op.a), 0, ex); break;
       case Code::submit:
       case Code::execute: submit(op, deadline_after(0), 0, ex); break;
       case Code::fixed_rate:
-      case Code::fixed_delay: submit(op, deadline_after(op.a), op.b, ex); break;
+      case Code::fixed_delay: submit(op, deadline_after(op.a), op.b, ex, never_after(op.a)); break;
       case Code::cancel: {
         if (tasks_.empty()) break;
         Task& t = tasks_[static_cast<std::size_t>(op.a) % tasks_.size()];
@@ -377,17 +378,23 @@ class Model {
 
  private:
   // The deadline of a delay from now: a negative delay is 0; a deadline past the clock's range,
-  // or a delay of Duration::max(), is the largest time point ("never"); a deadline that lands
-  // exactly on the largest time point is the one before it (due at the end of a ManualClock).
+  // or a delay of Duration::max(), is the largest time point and never due; a deadline that
+  // lands exactly on the largest time point is due at the end of a ManualClock.
   i64 deadline_after(i64 delay) const {
     i64 d = std::max<i64>(delay, 0);
     i64 r;
     if (__builtin_add_overflow(now_, d, &r) || d == kMax) return kMax;
-    return r == kMax ? kMax - 1 : r;
+    return r;
+  }
+  bool never_after(i64 delay) const {
+    i64 d = std::max<i64>(delay, 0);
+    i64 r;
+    return __builtin_add_overflow(now_, d, &r) || d == kMax;
   }
 
-  void submit(const Op& op, i64 deadline, i64 period, Expect& ex) {
+  void submit(const Op& op, i64 deadline, i64 period, Expect& ex, bool never = false) {
     Task t;
+    t.never = never;
     t.id = static_cast<int>(tasks_.size());
     t.kind = op.code;
     t.has_future = op.code != Code::execute;
@@ -446,8 +453,14 @@ class Model {
     return true;
   }
 
-  i64 next_deadline(const Task& t) const {
-    return t.kind == Code::fixed_delay ? sat_add(now_, t.period) : sat_add(t.deadline, t.period);
+  // The next run's deadline; past the clock's range: never.
+  i64 next_deadline(Task& t) const {
+    i64 r;
+    if (__builtin_add_overflow(t.kind == Code::fixed_delay ? now_ : t.deadline, t.period, &r)) {
+      t.never = true;
+      return kMax;
+    }
+    return r;
   }
 
   template <class Pred>
@@ -477,7 +490,7 @@ class Model {
     }
   }
 
-  bool due(const Task& t) const { return t.deadline <= now_ && t.deadline != kMax; }
+  bool due(const Task& t) const { return t.deadline <= now_ && !t.never; }
 
   bool allowed_after_shutdown(const Task& t) const {
     if (t.periodic()) return continue_periodic_;

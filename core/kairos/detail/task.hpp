@@ -53,6 +53,7 @@ inline constexpr std::uint8_t kPeriodic = 1;
 inline constexpr std::uint8_t kFixedDelay = 2;
 inline constexpr std::uint8_t kStoppable = 4;
 inline constexpr std::uint8_t kNoFuture = 8;  // execute(): exceptions go to on_uncaught
+inline constexpr std::uint8_t kNever = 16;    // its deadline lies past the clock's range: never due
 
 inline constexpr std::uint32_t kNotInHeap = 0xFFFFFFFFu;
 
