@@ -581,6 +581,9 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       t->flags |= kNever;  // the runner owns t here; the next reader takes mu first
       return kMaxNs;
     }
+    // A first run due "never" can only have been a caller_runs one; the next has a real time.
+    // (Written only when set: flags is otherwise read-only once published.)
+    if (t->flags & kNever) t->flags &= static_cast<std::uint8_t>(~kNever);
     return next;
   }
 

@@ -460,6 +460,7 @@ class Model {
       t.never = true;
       return kMax;
     }
+    t.never = false;
     return r;
   }
 
@@ -468,7 +469,9 @@ class Model {
     Task* best = nullptr;
     for (Task& t : tasks_) {
       if (!t.queued || !pred(t)) continue;
-      if (!best || t.deadline < best->deadline || (t.deadline == best->deadline && t.seq < best->seq)) best = &t;
+      if (!best || t.deadline < best->deadline ||
+          (t.deadline == best->deadline && (t.never != best->never ? best->never : t.seq < best->seq)))
+        best = &t;
     }
     return best;
   }
@@ -516,7 +519,10 @@ class Model {
       if (t.state == State::pending) list.push_back(&t);
     }
     std::stable_sort(list.begin(), list.end(), [](const Task* a, const Task* b) {
-      return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
+      // (deadline, seq), a never-due task after one due at the clock's last time point.
+      if (a->deadline != b->deadline) return a->deadline < b->deadline;
+      if (a->never != b->never) return b->never;
+      return a->seq < b->seq;
     });
     for (std::size_t i = 0; i < list.size(); ++i) {
       Task& t = *list[i];
