@@ -546,6 +546,10 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
       if (!slot.started) return;
       sh.add_out(1);  // it left the queue (queue_size) the moment it started
     }
+#if defined(KAIROS_SLOW_START_NS) && KAIROS_SLOW_START_NS > 0
+    // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.
+    for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
+#endif
     if (opt_.record_lateness) slot.start = now_ns();
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) return;  // cancelled after start
     bool ok = t->ops->invoke(t);
