@@ -287,13 +287,17 @@ TEST(Faults, DestructorFromInsideATaskReturnsAndDropsThePending) {
   auto owner = std::make_unique<kairos::Scheduler>(one_thread());
   auto pending = owner->schedule([] { return 1; }, 1h);
   Gate destroyed;
+  Gate submitted;  // destroying the scheduler while another thread is still inside submit() on
+                   // it would be a use after free in the caller: let submit() return first
   std::atomic<bool> stop_seen{false};
   auto f = owner->submit([&](std::stop_token st) {
+    submitted.wait();
     owner.reset();  // returns without waiting for this task; its thread exits after it
     stop_seen = st.stop_requested();
     destroyed.open();
     return 4;
   });
+  submitted.open();
   ASSERT_TRUE(destroyed.wait());
   EXPECT_EQ(f.get(), 4);
   EXPECT_TRUE(stop_seen.load());
