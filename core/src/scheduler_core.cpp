@@ -167,7 +167,9 @@ struct alignas(kCacheLine) Shard {
   // Wakes the leader if it waits for a later deadline than `deadline` (see the header comment).
   void notify_earlier(std::int64_t deadline) noexcept {
     std::int64_t a = armed.load(std::memory_order_seq_cst);
-    while (deadline < a) {
+    // kMaxNs: the leader waits with no deadline (nothing queued, or only never-due tasks); any
+    // task wakes it, also one due at the end of a ManualClock's time.
+    while (deadline < a || a == kMaxNs) {
       if (armed.compare_exchange_weak(a, kAwake, std::memory_order_seq_cst)) {
         kick();
         return;
