@@ -1,4 +1,4 @@
-// result.hpp: what one workload run reports, and the helpers every workload shares: exact
+// result.hpp: what one workload run reports, and the pieces every workload shares: exact
 // percentiles, the seeded delay sequence, resident memory, a progress callback.
 // Threads: nothing here is thread-safe; a workload fills its RunResult on its own thread.
 #pragma once

@@ -62,7 +62,7 @@ public final class LatHarness {
 
     private String str(String key, String dflt) { return args.getOrDefault(key, dflt); }
 
-    // ---- shared helpers (the same definitions as perf/workloads/result.hpp) ----------------------
+    // ---- shared definitions (the same as perf/workloads/result.hpp) ------------------------------
     static final class SplitMix64 {
         private long x;
         SplitMix64(long seed) { x = seed; }
