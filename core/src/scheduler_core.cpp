@@ -380,7 +380,6 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     set_current_thread_name(name);
     set_timer_slack_1ns();
     if (cpu >= 0) pin_current_thread(cpu);
-    t_worker_of = this;
     Shard& sh = *shards_[s];
     std::unique_lock lk(sh.mu);
     std::vector<TaskBase*>& staged = sh.staged[index];
@@ -408,7 +407,6 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
     sh.followers_cv.notify_all();
     sh.kick();  // a leader asleep on the futex re-checks must_exit too
     lk.unlock();
-    t_worker_of = nullptr;
     if (live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard tl(term_mu_);
       run_state_.store(kTerminated, std::memory_order_seq_cst);
@@ -726,22 +724,10 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   void settle_after_exit(Shard& sh) {
     std::vector<TaskBase*> rest;
     TaskBase* buf[kDrainChunk];
-    for (;;) {
-      std::size_t n = sh.inbox.try_dequeue_bulk(buf, kDrainChunk);
-      for (std::size_t i = 0; i < n; ++i) {
-        auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
-        if (bits & kRemoveTag) {
-          TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kRemoveTag);
-          if (sh.heap.erase(t)) release(t);
-          release(t);
-          Shard::bump(sh.removes_done);
-        } else {
-          Shard::bump(sh.drained);
-          rest.push_back(buf[i]);
-        }
-      }
-      if (n == 0) break;
-    }
+    // stage() applies remove requests and collects submissions in `unconfirmed`: no order is
+    // needed here, everything left is cancelled.
+    while (std::size_t n = sh.inbox.try_dequeue_bulk(buf, kDrainChunk))
+      for (std::size_t i = 0; i < n; ++i) stage(sh, buf[i]);
     for (TaskBase* t : sh.unconfirmed) rest.push_back(t);
     sh.unconfirmed.clear();
     sh.heap.for_each([&](TaskBase* t) { rest.push_back(t); });
@@ -918,7 +904,6 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   }
 
  private:
-  static thread_local const Core* t_worker_of;
   static thread_local unsigned t_shard_slot;
 
   // A thread's tasks all go to one shard: the k-th thread to submit gets shard k % shards.
@@ -943,7 +928,6 @@ class Core final : public SchedulerCore, public ClockListener, public std::enabl
   UncaughtHandler on_uncaught_ = std::make_shared<const std::function<void(std::exception_ptr)>>(opt_.on_uncaught);
 };
 
-thread_local const Core* Core::t_worker_of = nullptr;
 thread_local unsigned Core::t_shard_slot = ~0u;
 
 void validate(const Options& o) {
