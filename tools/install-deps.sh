@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# Installs the Debian packages kairos builds with, if any is missing (Debian 12, as root).
+# Installs the Debian packages kairos builds with, if any is missing (Debian 12, as root or with
+# sudo). KAIROS_WITH_JAVA=0 leaves out the Java peers' packages (a JDK, Netty, HdrHistogram).
 set -euo pipefail
-pkgs=(cmake g++ make libconcurrentqueue-dev libgtest-dev libbenchmark-dev libboost-dev
-      nlohmann-json3-dev libcli11-dev)
-[ "${KAIROS_WITH_JAVA:-1}" = 1 ] && pkgs+=(libnetty-java)
+pkgs=(cmake g++ make git pkgconf libconcurrentqueue-dev libgtest-dev libbenchmark-dev libboost-dev
+      nlohmann-json3-dev libcli11-dev zlib1g-dev)
+if [ "${KAIROS_WITH_JAVA:-1}" = 1 ]; then
+  # The Java peers (java-stpe-1, java-stpe-2, netty-wheel) need javac; the default JDK is enough.
+  pkgs+=(default-jdk-headless libnetty-java libhdrhistogram-java)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# A JDK installed some other way (not the default-jdk-headless package) is fine too.
+if [ "${KAIROS_WITH_JAVA:-1}" = 1 ] && command -v javac > /dev/null 2>&1; then
+  missing=("${missing[@]/default-jdk-headless}")
+  read -r -a missing <<< "${missing[*]}"
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "kairos: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

@@ -9,6 +9,7 @@
 #include <kairos/scheduler.hpp>
 #include <kairos/stats.hpp>
 #include <kairos/task.hpp>
+#include <kairos/version.hpp>
 #include <kairos/wait.hpp>
 #if __has_include(<kairos/latency_histogram.hpp>)
 #include <kairos/latency_histogram.hpp>

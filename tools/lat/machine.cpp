@@ -6,6 +6,18 @@
 #include <thread>
 
 #include <sys/utsname.h>
+#include <ctime>
+
+#include <kairos/version.hpp>
+
+// Set by tools/lat/CMakeLists.txt: `git describe` of the source tree at configure time, and the
+// build configuration. Neither is a path.
+#ifndef KAIROS_LAT_COMMIT
+#define KAIROS_LAT_COMMIT "unknown"
+#endif
+#ifndef KAIROS_LAT_BUILD_TYPE
+#define KAIROS_LAT_BUILD_TYPE "unknown"
+#endif
 
 namespace kairos::lat {
 
@@ -32,6 +44,43 @@ double load_average_1m() {
   double v = -1;
   f >> v;
   return v;
+}
+
+namespace {
+
+std::string compiler() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "g++ " __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+void stamp_provenance(nlohmann::ordered_json& record, const nlohmann::ordered_json& machine) {
+  record["date"] = utc_now();
+  record["kairos"] = {{"version", KAIROS_VERSION_STRING},
+                      {"commit", KAIROS_LAT_COMMIT},
+                      {"compiler", compiler()},
+                      {"build_type", KAIROS_LAT_BUILD_TYPE}};
+  record["machine"] = machine;
+}
+
+std::string version_line() {
+  return std::string("kairos-lat ") + KAIROS_VERSION_STRING + " (commit " + KAIROS_LAT_COMMIT + ", " +
+         compiler() + ", " + KAIROS_LAT_BUILD_TYPE + ")";
 }
 
 }  // namespace kairos::lat

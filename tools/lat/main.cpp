@@ -1,5 +1,8 @@
-// kairos-lat: runs the standard workloads W1..W7 (WORKLOADS.md) on kairos and its peers, one
+// kairos-lat: runs the standard workloads W1..W7 (docs/workloads.md) on kairos and its peers, one
 // system at a time in this process, and prints one JSON object per run (JSON Lines) plus a table.
+// Exit status: 0 every run done and (with --check) every rule kept; 1 a run failed or a rule was
+// broken; 2 bad usage or bad input (an unknown option, a nonsensical value, a --from file that is
+// not kairos-lat's JSON lines).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,9 +28,6 @@
 #include "report.hpp"
 #include "svg_plot.hpp"
 
-#ifndef KAIROS_LAT_JAVA_DIR
-#define KAIROS_LAT_JAVA_DIR "perf/peers/java"
-#endif
 
 namespace {
 
@@ -35,7 +35,7 @@ using json = nlohmann::ordered_json;
 using namespace kairos;
 using namespace kairos::lat;
 
-const char* kWorkloadHelp = R"(Workloads (WORKLOADS.md; every system runs the same shape, one system at a time):
+const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs the same shape, one system at a time):
   W1 submit           P producers (1 and 2) each schedule 1,000,000 no-op tasks with a 1 h delay
                       (they never fire): submits/s from a start barrier to the last producer's end,
                       and the per-call latency sampled on every 64th call.
@@ -112,6 +112,17 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// The Java harness travels with the program: <dir of kairos-lat>/java in a build tree (copied
+// there at build time), <prefix>/share/kairos/java once installed. No path of the build machine.
+std::string default_java_dir() {
+  std::filesystem::path exe = self_exe();
+  if (exe.empty()) return "java";
+  std::filesystem::path dir = exe.parent_path();
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "java" / "LatHarness.java", ec)) return (dir / "java").string();
+  return (dir.parent_path() / "share" / "kairos" / "java").string();
+}
+
 struct Cli {
   std::string workloads = "W1,W2,W3,W4,W5,W6,W7";
   std::string systems;
@@ -124,7 +135,7 @@ struct Cli {
   unsigned repeat = 1;
   bool quick = false, table = false, markdown = false, demo = false;
   std::string out, svg, from;
-  std::string java_dir = KAIROS_LAT_JAVA_DIR, netty_jar = "/usr/share/java/netty-common.jar", java_heap = "8g";
+  std::string java_dir = default_java_dir(), netty_jar = "/usr/share/java/netty-common.jar", java_heap = "8g";
   bool no_java_warmup = false, no_java = false;
   bool child = false;  // run exactly one (workload, system, sizes) and print its record
   bool check = false;
@@ -132,6 +143,11 @@ struct Cli {
   std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0;
   double w4_seconds = 0;
   std::vector<std::size_t> w5_timers;
+};
+
+// Bad usage or bad input: exit status 2, like CLI11's own parse errors.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, const WorkloadSizes& z) {
@@ -160,7 +176,7 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     c.threads = z.w3.kernel_threads;
     native = false;
   } else {
-    throw CLI::ValidationError("--systems", "unknown system '" + name + "'");
+    throw UsageError("kairos-lat: --systems: unknown system '" + name + "'");
   }
   if (cli.pin && native) {
     unsigned n = c.shards * c.threads;
@@ -219,12 +235,26 @@ std::vector<WorkloadSizes> variants(const std::string& workload, const WorkloadS
   return out;
 }
 
+// The records of a file kairos-lat wrote: one JSON object per line, each naming its workload and
+// system; blank lines are skipped. Anything else is bad input (UsageError), named by its line.
 std::vector<json> read_records(const std::string& path) {
   std::ifstream f(path);
-  if (!f) throw std::runtime_error("kairos-lat: cannot read " + path);
+  if (!f) throw UsageError("kairos-lat: cannot read " + path);
   std::vector<json> out;
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty() && line.front() == '{') out.push_back(json::parse(line));
+  std::size_t line_no = 0;
+  for (std::string line; std::getline(f, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string where = path + ":" + std::to_string(line_no);
+    json rec = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (rec.is_discarded() || !rec.is_object())
+      throw UsageError("kairos-lat: " + where + ": not a JSON object");
+    if (!rec.contains("workload") || !rec["workload"].is_string() || !rec.contains("system") ||
+        !rec["system"].is_string())
+      throw UsageError("kairos-lat: " + where + ": not a kairos-lat record (no \"workload\" or \"system\")");
+    out.push_back(std::move(rec));
+  }
+  if (out.empty()) throw UsageError("kairos-lat: " + path + ": no records");
   return out;
 }
 
@@ -313,9 +343,11 @@ int main(int argc, char** argv) {
   app.add_option("-w,--workloads", cli.workloads, "comma-separated workload ids")->capture_default_str();
   app.add_option("-s,--systems", cli.systems, "comma-separated systems (default: all of them)");
   app.add_option("--shards", cli.shards, "kairos shard counts, each run as its own configuration")
-      ->delimiter(',')->capture_default_str();
-  app.add_option("--threads", cli.threads, "threads per kairos shard; naive-stpe workers")->capture_default_str();
-  app.add_option("--spin-window-us", cli.spin_window_us, "kairos-hybrid spin window")->capture_default_str();
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 64u));
+  app.add_option("--threads", cli.threads, "threads per kairos shard; naive-stpe workers")->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
+  app.add_option("--spin-window-us", cli.spin_window_us, "kairos-hybrid spin window")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--pin", cli.pin, "pin scheduler threads (kairos, naive-stpe, asio) and the producer");
   app.add_option("--cpus", cli.cpus, "CPUs of the pinned scheduler threads (default 1, or 1,0)")->delimiter(',');
   app.add_option("--producer-cpu", cli.producer_cpu, "CPU of the pinned producer")->capture_default_str();
@@ -333,20 +365,29 @@ int main(int argc, char** argv) {
   app.add_option("--java-heap", cli.java_heap, "the JVM's -Xmx")->capture_default_str();
   app.add_flag("--no-java-warmup", cli.no_java_warmup, "skip the JIT warm-up pass before each Java run");
   app.add_flag("--no-java", cli.no_java, "skip java-stpe-1, java-stpe-2 and netty-wheel");
-  app.add_option("--w1-producers", cli.w1_producers, "W1 producer counts (default 1,2)")->delimiter(',');
-  app.add_option("--w1-calls", cli.w1_calls, "W1 calls per producer (default 1,000,000)");
-  app.add_option("--w2-iterations", cli.w2_iterations, "W2 iterations (default 1,000,000)");
-  app.add_option("--w3-count", cli.w3_count, "W3 timers (default 200,000)");
-  app.add_option("--w4-seconds", cli.w4_seconds, "W4 duration (default 5)");
-  app.add_option("--w5-timers", cli.w5_timers, "W5 timer counts (default 1000000,10000000)")->delimiter(',');
-  app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)");
-  app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)");
+  // Sizes are counts of at least one: a 0 (or a negative) is an error, never "the default".
+  app.add_option("--w1-producers", cli.w1_producers, "W1 producer counts (default 1,2)")->delimiter(',')
+      ->check(CLI::Range(1u, 1024u));
+  app.add_option("--w1-calls", cli.w1_calls, "W1 calls per producer (default 1,000,000)")->check(CLI::PositiveNumber);
+  app.add_option("--w2-iterations", cli.w2_iterations, "W2 iterations (default 1,000,000)")->check(CLI::PositiveNumber);
+  app.add_option("--w3-count", cli.w3_count, "W3 timers (default 200,000)")->check(CLI::PositiveNumber);
+  app.add_option("--w4-seconds", cli.w4_seconds, "W4 duration (default 5)")->check(CLI::PositiveNumber);
+  app.add_option("--w5-timers", cli.w5_timers, "W5 timer counts (default 1000000,10000000)")->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)")->check(CLI::PositiveNumber);
+  app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(CLI::PositiveNumber);
   app.add_flag("--check", cli.check,
-               "exit 3 if a run breaks a rule that holds for every correct scheduler: an early fire, "
+               "exit 1 if a run breaks a rule that holds for every correct scheduler: an early fire, "
                "a task that never ran, W2 pending != 1024, W7 inversions with one worker (kairos, "
                "naive-stpe: the schedulers that order equal deadlines by submission)");
   app.add_flag("--child", cli.child, "internal: one run in this process, its record on stdout")->group("");
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", version_line());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints the help, the version or the error
+    return code == 0 ? 0 : 2;
+  }
 
   try {
     std::vector<json> records;
@@ -375,7 +416,7 @@ int main(int argc, char** argv) {
     plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
     for (const auto& w : split(cli.workloads)) {
       if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), w) == kAllWorkloads.end())
-        throw CLI::ValidationError("--workloads", "unknown workload '" + w + "' (W1..W7)");
+        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W7)");
       plan.workloads.push_back(w);
     }
     for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
@@ -400,11 +441,12 @@ int main(int argc, char** argv) {
     std::ofstream out_file;
     if (!cli.out.empty()) {
       out_file.open(cli.out, std::ios::app);
-      if (!out_file) throw std::runtime_error("kairos-lat: cannot write " + cli.out);
+      if (!out_file) throw UsageError("kairos-lat: cannot write " + cli.out);
     }
 
     JavaHarness java(plan.java);
     std::set<std::string> skipped;
+    std::size_t failed = 0;
     std::size_t total_runs = 0, run_no = 0;
     for (const auto& w : plan.workloads)
       for (const auto& s : plan.systems)
@@ -441,10 +483,13 @@ int main(int argc, char** argv) {
             } catch (const std::exception& e) {
               std::fprintf(stderr, "kairos-lat: %s failed: %s\n", what.c_str(), e.what());
             }
-            if (!rec) continue;
+            if (!rec) {
+              ++failed;
+              continue;
+            }
             (*rec)["repeat"] = rep;
             (*rec)["loadavg_1m"] = load;
-            (*rec)["machine"] = machine;
+            stamp_provenance(*rec, machine);
             std::string line = rec->dump();
             if (!cli.table) std::cout << line << std::endl;
             if (out_file) out_file << line << std::endl;
@@ -465,12 +510,18 @@ int main(int argc, char** argv) {
     print_tables(table_out, groups, cli.markdown);
     if (!cli.svg.empty()) write_svgs(cli.svg, groups, machine);
     for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
-    if (cli.check && !broken.empty()) return 3;
+    if (failed > 0) std::fprintf(stderr, "kairos-lat: %zu of %zu runs failed\n", failed, run_no);
+    if (records.empty() && failed == 0) {
+      std::fprintf(stderr, "kairos-lat: no run produced a record (every system skipped or not applicable)\n");
+      return 1;
+    }
+    if (failed > 0 || (cli.check && !broken.empty())) return 1;
     return 0;
-  } catch (const CLI::Error& e) {
-    return app.exit(e);
-  } catch (const std::exception& e) {
+  } catch (const UsageError& e) {
     std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kairos-lat: %s\n", e.what());
     return 1;
   }
 }
