@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The tail-latency regression gate CI runs: a short W3 (one-shot lateness) for kairos-hybrid and
-# naive-stpe in the same run, repeated, then kairos-gate in reference mode: kairos's median p50
-# must stay below KAIROS_GATE_P50_RATIO (0.25) times naive-stpe's, and its median p99 below
-# KAIROS_GATE_P99_RATIO (5) times. Margins from 10 runs on a loaded 2-core VM (PERF.md, "Gate
-# margin"): p50 ratio median 0.019, worst single run 0.54; p99 ratio median 2.5, because a
-# spinning leader that shares its core with a compiler loses whole time slices. A build that
-# adds 100 us before every task start (-DKAIROS_SLOW_START_NS=100000) fails it.
+# The tail-latency gate CI runs: a short W3 (one-shot lateness) for kairos-hybrid and naive-stpe,
+# alternating per repeat, then kairos-gate in reference mode on the paired ratios (each kairos run
+# over the naive-stpe run of the same repeat): the median paired ratio must stay <= 0.25x for p50
+# and <= 5x for p99. Regression only when the 95% bootstrap interval of the median ratio lies
+# wholly beyond the limit; an inconclusive verdict (too noisy to tell) exits 0 here with the
+# verdict printed (KAIROS_GATE_INCONCLUSIVE_EXIT to change). Measured behaviour (10 invocations per
+# build on a loaded 2-core machine) and its limits: docs/latency-tools.md.
 # Usage: tools/ci-gate.sh <build dir with tools/>
 set -euo pipefail
 build=${1:-build/release}
@@ -15,10 +15,11 @@ out="$build/gate"
 mkdir -p "$out"
 rm -f "$out/w3.jsonl"
 runs=${KAIROS_GATE_RUNS:-5}
-p99_ratio=${KAIROS_GATE_P99_RATIO:-5}
-p50_ratio=${KAIROS_GATE_P50_RATIO:-0.25}
-echo "==== kairos: latency gate, W3 --quick x$runs: kairos-hybrid vs naive-stpe"
+p99_ratio=${KAIROS_GATE_P99_RATIO:-5x}
+p50_ratio=${KAIROS_GATE_P50_RATIO:-0.25x}
+inconclusive_exit=${KAIROS_GATE_INCONCLUSIVE_EXIT:-0}
+echo "==== kairos: latency gate, W3 --quick x$runs: kairos-hybrid vs naive-stpe, paired by repeat"
 "$lat" -w W3 -s kairos-hybrid,naive-stpe --quick --no-java --repeat "$runs" --out "$out/w3.jsonl" > /dev/null
 "$gate" --current "$out/w3.jsonl" --reference naive-stpe --system kairos-hybrid --workload W3 \
         --max-ratio "p99=$p99_ratio" --max-ratio "p50=$p50_ratio" --min-runs "$runs" \
-        --markdown "$out/gate.md"
+        --inconclusive-exit "$inconclusive_exit" --markdown "$out/gate.md"

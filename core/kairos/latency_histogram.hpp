@@ -18,17 +18,18 @@
 // above that is cut into 128 equal buckets of width 2^(k-7). Bucket i holds the values
 // [lowest_equivalent(i), highest_equivalent(i)]; its width is at most 1/128 of its lowest value.
 //
-// JSON form (to_json / from_json), one line, keys in this order:
+// JSON form (to_json), one line, keys in this order:
 //   {"kind":"kairos.latency_histogram","version":1,"count":N,"below_zero":B,"min":MIN,
 //    "max":MAX,"mean":MEAN,"buckets":[[index,count],...]}
 // count excludes below_zero; min, max and mean are 0 when count is 0; buckets lists the
-// non-empty buckets in increasing index order. from_json ignores keys it does not know.
+// non-empty buckets in increasing index order. Readers: tools/hdr/histogram_json.hpp (nlohmann/json,
+// ignores keys it does not know) rebuilds a histogram through assign(Parts); kairos/hdr_codec.hpp
+// converts to and from HdrHistogram's V2 encoding, interval logs (.hlog) and .hgrm text.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -39,6 +40,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 namespace kairos {
 
@@ -208,23 +211,44 @@ class LatencyHistogram {
     return out;
   }
 
-  // Parses the JSON form back. Throws std::invalid_argument, naming what is wrong, for text
-  // that is not that form: malformed JSON, another kind or version, a missing field, a bucket
-  // index out of range or repeated, bucket counts that do not add up to count, or min, max and
-  // mean that do not fit the buckets. mean round-trips exactly while count * mean < 2^52 ns.
-  static LatencyHistogram from_json(std::string_view text) {
-    LatencyHistogram h;
-    h.parse_json(text);
-    return h;
-  }
-  // The same, into an existing histogram (no 57 KiB temporary); on a throw, *this is reset.
-  void assign_from_json(std::string_view text) {
+  // The parts a stored form carries, for readers of such forms (the JSON form is read by
+  // tools/hdr/histogram_json.hpp, HdrHistogram's encoding by kairos/hdr_codec.hpp): the non-empty
+  // buckets by index, below_zero, and min, max and the sum of the samples >= 0.
+  struct Parts {
+    std::vector<std::pair<std::size_t, std::uint64_t>> buckets;  // (index, count), any order
+    std::uint64_t below_zero = 0;
+    std::uint64_t min = 0;   // 0 when there is no sample >= 0
+    std::uint64_t max = 0;
+    long double sum = 0;     // rounded to a whole number of ns
+  };
+  // Replaces this histogram's contents with `parts`. Throws std::invalid_argument, naming what is
+  // wrong, and leaves *this reset, when the parts do not fit together: a bucket index out of
+  // range or repeated, counts that overflow, min or max not in the lowest / highest non-empty
+  // bucket, min above max, or a sum outside [min * count, max * count] (plus a 1e-9 slack).
+  void assign(const Parts& parts) {
     try {
-      parse_json(text);
+      assign_parts(parts);
     } catch (...) {
       reset();
       throw;
     }
+  }
+
+  // Standard deviation of the samples >= 0: each bucket's samples counted at the middle of the
+  // bucket (clamped to [min(), max()]), so it is exact below 256 ns and within the bucket
+  // resolution (1/128 of the value) above; 0 when empty. Cost: one pass over the buckets.
+  double stddev() const noexcept {
+    if (count_ == 0) return 0.0;
+    const long double m = static_cast<long double>(sum_) / count_;
+    long double acc = 0;
+    for (std::size_t i = 0; i < kBucketCount; ++i) {
+      if (counts_[i] == 0) continue;
+      const std::int64_t lo = lowest_equivalent(i);
+      const std::int64_t mid = std::clamp(lo + (highest_equivalent(i) - lo) / 2, min(), max());
+      const long double d = static_cast<long double>(mid) - m;
+      acc += d * d * counts_[i];
+    }
+    return static_cast<double>(std::sqrt(acc / count_));
   }
 
  private:
@@ -247,240 +271,43 @@ class LatencyHistogram {
     out.append(buf, r.ptr);
   }
 
-  // A small reader for the one JSON shape above; unknown keys are skipped whatever they hold.
-  class Reader {
-   public:
-    explicit Reader(std::string_view text) : s_(text) {}
-    [[noreturn]] void fail(const std::string& what) const {
-      throw std::invalid_argument("kairos::LatencyHistogram::from_json: " + what + " at offset " +
-                                  std::to_string(pos_));
-    }
-    void skip_ws() {
-      while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-        ++pos_;
-    }
-    bool at_end() {
-      skip_ws();
-      return pos_ == s_.size();
-    }
-    char peek() {
-      skip_ws();
-      if (pos_ == s_.size()) fail("unexpected end of input");
-      return s_[pos_];
-    }
-    void expect(char c) {
-      if (peek() != c) fail(std::string("expected '") + c + "'");
-      ++pos_;
-    }
-    bool consume(char c) {
-      if (peek() != c) return false;
-      ++pos_;
-      return true;
-    }
-    std::string string() {
-      expect('"');
-      std::string out;
-      while (true) {
-        if (pos_ == s_.size()) fail("unterminated string");
-        const char c = s_[pos_++];
-        if (c == '"') return out;
-        if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
-        if (c != '\\') {
-          out += c;
-          continue;
-        }
-        if (pos_ == s_.size()) fail("unterminated string");
-        const char e = s_[pos_++];
-        switch (e) {
-          case '"': case '\\': case '/': out += e; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          case 'u':
-            for (int k = 0; k < 4; ++k, ++pos_)
-              if (pos_ == s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_])))
-                fail("bad \\u escape");
-            out += '?';  // keys and kinds are ASCII; the code point itself is not needed
-            break;
-          default: fail("bad escape in string");
-        }
-      }
-    }
-    std::string_view number_text() {
-      skip_ws();
-      const std::size_t start = pos_;
-      if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-      const std::size_t digits = pos_;
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-      if (pos_ == digits) fail("expected a number");
-      if (s_[digits] == '0' && pos_ - digits > 1) fail("leading zero in number");
-      if (pos_ < s_.size() && s_[pos_] == '.') {
-        const std::size_t frac = ++pos_;
-        while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-        if (pos_ == frac) fail("expected digits after '.'");
-      }
-      if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-        ++pos_;
-        if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-        const std::size_t exp = pos_;
-        while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-        if (pos_ == exp) fail("expected digits in exponent");
-      }
-      return s_.substr(start, pos_ - start);
-    }
-    std::uint64_t uint(const char* what) {
-      const std::string_view t = number_text();
-      std::uint64_t v = 0;
-      const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (r.ec != std::errc{} || r.ptr != t.data() + t.size())
-        fail(std::string(what) + " must be an integer in [0, 2^64), got " + std::string(t));
-      return v;
-    }
-    double real(const char* what) {
-      const std::string_view t = number_text();
-      double v = 0;
-      const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (r.ec != std::errc{} || r.ptr != t.data() + t.size() || !std::isfinite(v))
-        fail(std::string(what) + " must be a finite number, got " + std::string(t));
-      return v;
-    }
-    void literal(std::string_view word) {
-      skip_ws();
-      if (s_.substr(pos_, word.size()) != word) fail("unexpected character");
-      pos_ += word.size();
-    }
-    void skip_value(int depth = 0) {
-      if (depth > 64) fail("nesting too deep");
-      const char c = peek();
-      if (c == '"') {
-        string();
-      } else if (c == '{') {
-        ++pos_;
-        if (consume('}')) return;
-        do {
-          string();
-          expect(':');
-          skip_value(depth + 1);
-        } while (consume(','));
-        expect('}');
-      } else if (c == '[') {
-        ++pos_;
-        if (consume(']')) return;
-        do skip_value(depth + 1);
-        while (consume(','));
-        expect(']');
-      } else if (c == 't') {
-        literal("true");
-      } else if (c == 'f') {
-        literal("false");
-      } else if (c == 'n') {
-        literal("null");
-      } else {
-        number_text();
-      }
-    }
-
-   private:
-    std::string_view s_;
-    std::size_t pos_ = 0;
-  };
-
-  void parse_json(std::string_view text) {
+  [[noreturn]] static void fail(const std::string& what) {
+    throw std::invalid_argument("kairos::LatencyHistogram::assign: " + what);
+  }
+  void assign_parts(const Parts& p) {
     reset();
-    Reader in(text);
-    bool has_kind = false, has_version = false, has_count = false, has_min = false, has_max = false,
-         has_mean = false, has_buckets = false;
-    std::uint64_t count = 0, min_value = 0, max_value = 0, bucket_total = 0;
-    double mean_value = 0;
-    in.expect('{');
-    if (!in.consume('}')) {
-      do {
-        const std::string key = in.string();
-        in.expect(':');
-        if (key == "kind") {
-          if (in.string() != "kairos.latency_histogram") in.fail("kind is not \"kairos.latency_histogram\"");
-          has_kind = true;
-        } else if (key == "version") {
-          const std::uint64_t version = in.uint("version");
-          if (version != 1) in.fail("unsupported version " + std::to_string(version) + " (this reader knows 1)");
-          has_version = true;
-        } else if (key == "count") {
-          count = in.uint("count");
-          has_count = true;
-        } else if (key == "below_zero") {
-          below_zero_ = in.uint("below_zero");
-        } else if (key == "min") {
-          min_value = in.uint("min");
-          has_min = true;
-        } else if (key == "max") {
-          max_value = in.uint("max");
-          has_max = true;
-        } else if (key == "mean") {
-          mean_value = in.real("mean");
-          has_mean = true;
-        } else if (key == "buckets") {
-          if (has_buckets) in.fail("buckets given twice");
-          has_buckets = true;
-          in.expect('[');
-          if (!in.consume(']')) {
-            do {
-              in.expect('[');
-              const std::uint64_t index = in.uint("bucket index");
-              in.expect(',');
-              const std::uint64_t n = in.uint("bucket count");
-              in.expect(']');
-              if (index >= kBucketCount)
-                in.fail("bucket index " + std::to_string(index) + " out of range [0, " +
-                        std::to_string(kBucketCount) + ")");
-              if (counts_[index] != 0) in.fail("bucket index " + std::to_string(index) + " repeated");
-              if (n > std::numeric_limits<std::uint64_t>::max() - bucket_total) in.fail("bucket counts overflow");
-              counts_[index] = n;
-              bucket_total += n;
-            } while (in.consume(','));
-            in.expect(']');
-          }
-        } else {
-          in.skip_value();
-        }
-      } while (in.consume(','));
-      in.expect('}');
+    std::uint64_t total = 0;
+    for (const auto& [index, n] : p.buckets) {
+      if (index >= kBucketCount)
+        fail("bucket index " + std::to_string(index) + " out of range [0, " + std::to_string(kBucketCount) + ")");
+      if (counts_[index] != 0) fail("bucket index " + std::to_string(index) + " repeated");
+      if (n > std::numeric_limits<std::uint64_t>::max() - total) fail("bucket counts overflow");
+      counts_[index] = n;
+      total += n;
     }
-    if (!in.at_end()) in.fail("text after the object");
-    if (!has_kind) in.fail("missing \"kind\"");
-    if (!has_version) in.fail("missing \"version\"");
-    if (!has_count) in.fail("missing \"count\"");
-    if (!has_min) in.fail("missing \"min\"");
-    if (!has_max) in.fail("missing \"max\"");
-    if (!has_mean) in.fail("missing \"mean\"");
-    if (!has_buckets) in.fail("missing \"buckets\"");
-    if (bucket_total != count)
-      in.fail("bucket counts add up to " + std::to_string(bucket_total) + ", count is " + std::to_string(count));
-    count_ = count;
-    if (count == 0) {
-      if (min_value != 0 || max_value != 0 || mean_value != 0) in.fail("min, max and mean must be 0 when count is 0");
+    below_zero_ = p.below_zero;
+    count_ = total;
+    if (total == 0) {
+      if (p.min != 0 || p.max != 0 || p.sum != 0) fail("min, max and mean must be 0 when count is 0");
       return;
     }
-    if (min_value > static_cast<std::uint64_t>(kMaxValue) || max_value > static_cast<std::uint64_t>(kMaxValue))
-      in.fail("min and max must be at most 2^63 - 1");
-    if (min_value > max_value) in.fail("min is above max");
+    if (p.min > static_cast<std::uint64_t>(kMaxValue) || p.max > static_cast<std::uint64_t>(kMaxValue))
+      fail("min and max must be at most 2^63 - 1");
+    if (p.min > p.max) fail("min is above max");
     std::size_t first = 0, last = kBucketCount - 1;
     while (counts_[first] == 0) ++first;
     while (counts_[last] == 0) --last;
-    if (bucket_index(static_cast<std::int64_t>(min_value)) != first)
-      in.fail("min " + std::to_string(min_value) + " is not in the lowest non-empty bucket");
-    if (bucket_index(static_cast<std::int64_t>(max_value)) != last)
-      in.fail("max " + std::to_string(max_value) + " is not in the highest non-empty bucket");
-    const double slack = 1e-9 * static_cast<double>(max_value) + 1.0;
-    if (mean_value < static_cast<double>(min_value) - slack || mean_value > static_cast<double>(max_value) + slack)
-      in.fail("mean is outside [min, max]");
-    min_ = min_value;
-    max_ = max_value;
-    // The exact sum is not part of the form; rebuild it from the mean. Below 2^52 the
-    // rounding recovers it exactly, so mean() then prints the same digits again.
-    const long double sum = std::round(static_cast<long double>(mean_value) * count);
-    sum_ = sum <= 0 ? Sum{0} : static_cast<Sum>(sum);
+    if (bucket_index(static_cast<std::int64_t>(p.min)) != first)
+      fail("min " + std::to_string(p.min) + " is not in the lowest non-empty bucket");
+    if (bucket_index(static_cast<std::int64_t>(p.max)) != last)
+      fail("max " + std::to_string(p.max) + " is not in the highest non-empty bucket");
+    const long double lo = static_cast<long double>(p.min) * total, hi = static_cast<long double>(p.max) * total;
+    const long double slack = 1e-9L * hi + total;
+    if (!(p.sum >= lo - slack && p.sum <= hi + slack)) fail("mean is outside [min, max]");
+    min_ = p.min;
+    max_ = p.max;
+    const long double sum = std::round(std::clamp(p.sum, lo, hi));
+    sum_ = static_cast<Sum>(sum);
   }
 
   std::array<std::uint64_t, kBucketCount> counts_;

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -66,8 +67,49 @@ struct PacerReport {
   Duration elapsed{};            // from the intended start of the first call to the end of the last
   Duration max_behind{};         // the most any call started after its intended start
   Duration behind_at_end{};      // how far after its intended start the last call started
-  LatencyHistogram histogram;    // per call: its end minus its intended start, in ns
+  LatencyHistogram histogram;    // response time, per call: its end minus its intended start, in ns
+  LatencyHistogram service;      // service time, per call: its end minus its actual start, in ns
+  LatencyHistogram start_lag;    // pacing error, per call: its actual start minus its intended start
+  std::uint64_t warmup_calls = 0;  // calls made before the measured ones, in none of the above
 };
+
+// The report as text: a wrk2-style summary (rate, percentiles of response and service time)
+// and the response-time spectrum in HdrHistogram's .hgrm layout (values in us).
+inline std::string format_report(const PacerReport& r) {
+  auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };
+  std::string out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "  %llu calls (+%llu warm-up) in %.3f s, %.1f calls/s (asked %.1f), fell behind by at most %.3f us\n",
+                static_cast<unsigned long long>(r.calls), static_cast<unsigned long long>(r.warmup_calls),
+                static_cast<double>(r.elapsed.count()) / 1e9, r.achieved_rate, r.intended_rate, us(r.max_behind.count()));
+  out += buf;
+  std::snprintf(buf, sizeof buf, "  %-22s %10s %10s %10s %10s %10s %10s\n", "(us)", "mean", "stddev", "p50", "p99",
+                "p99.9", "max");
+  out += buf;
+  const std::pair<const char*, const LatencyHistogram*> rows[] = {
+      {"response (corrected)", &r.histogram}, {"service (uncorrected)", &r.service}, {"start lag", &r.start_lag}};
+  for (const auto& [name, h] : rows) {
+    std::snprintf(buf, sizeof buf, "  %-22s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", name, h->mean() / 1e3,
+                  h->stddev() / 1e3, us(h->value_at_percentile(50)), us(h->value_at_percentile(99)),
+                  us(h->value_at_percentile(99.9)), us(h->max()));
+    out += buf;
+  }
+  out += "  response time spectrum (us):\n";
+  std::snprintf(buf, sizeof buf, "%12s %14s %10s %14s\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
+  out += buf;
+  const LatencyHistogram& h = r.histogram;
+  for (double p : {0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0}) {
+    const std::uint64_t rank = LatencyHistogram::rank_at_percentile(p, h.count());
+    if (p < 100.0)
+      std::snprintf(buf, sizeof buf, "%12.3f %14.12f %10llu %14.2f\n", us(h.value_at_percentile(p)), p / 100,
+                    static_cast<unsigned long long>(rank), 1 / (1 - p / 100));
+    else
+      std::snprintf(buf, sizeof buf, "%12.3f %14.12f %10llu\n", us(h.value_at_percentile(p)), 1.0,
+                    static_cast<unsigned long long>(rank));
+    out += buf;
+  }
+  return out;
+}
 
 template <class Clock>
 class BasicPacer {
@@ -92,8 +134,9 @@ class BasicPacer {
   }
 
   // Calls f every period for `duration`: the calls whose intended start falls before
-  // start + duration, that is ceil(duration / period) of them. f is invoked as f(n) with the
-  // call's index n (std::uint64_t) if it accepts one, else as f().
+  // start + duration, that is ceil(duration / period) of them. f is invoked as
+  // f(n, intended) with the call's index n (std::uint64_t) and its intended start (a
+  // Clock::time_point) if it accepts both, else as f(n), else as f().
   template <class F, class R1, class P1, class R2, class P2>
   PacerReport run_for(F&& f, std::chrono::duration<R1, P1> period, std::chrono::duration<R2, P2> duration) {
     const std::int64_t p = checked_period(period);
@@ -101,6 +144,10 @@ class BasicPacer {
     const std::uint64_t calls = d <= 0 ? 0 : static_cast<std::uint64_t>(d / p + (d % p != 0));
     return run(std::forward<F>(f), p, calls);
   }
+
+  // The first `calls` calls of every later run are a warm-up: made on the same schedule, counted
+  // in warmup_calls, and left out of every other figure of the report.
+  void set_warmup(std::uint64_t calls) noexcept { warmup_ = calls; }
 
   // Calls f `calls` times, one every period.
   template <class F, class Rep, class Period>
@@ -119,6 +166,7 @@ class BasicPacer {
     std::int64_t period;
     std::uint64_t total;
     std::int64_t intended0 = 0;
+    std::uint64_t warmup = 0;
     // -- written by the runs only (each run happens-before the next); read by the waiting
     //    thread after it saw finished == true under mu, which the last writing run set -----
     std::uint64_t next = 0;          // index of the next call; == total once the run is over
@@ -127,6 +175,8 @@ class BasicPacer {
     std::int64_t max_behind = 0;
     std::exception_ptr error;
     LatencyHistogram histogram;
+    LatencyHistogram service;
+    LatencyHistogram start_lag;
     std::atomic<std::uint64_t> calls_made{0};  // relaxed: progress for an error message only
     // -- shared: guarded by mu ----------------------------------------------------------
     std::mutex mu;
@@ -143,7 +193,9 @@ class BasicPacer {
       const std::int64_t intended = s.intended0 + static_cast<std::int64_t>(s.next) * s.period;
       const std::int64_t start = now_ns(s.clock);
       try {
-        if constexpr (std::is_invocable_v<Fn&, std::uint64_t>) s.f(s.next);
+        if constexpr (std::is_invocable_v<Fn&, std::uint64_t, typename Clock::time_point>)
+          s.f(s.next, typename Clock::time_point(std::chrono::duration_cast<typename Clock::duration>(Duration(intended))));
+        else if constexpr (std::is_invocable_v<Fn&, std::uint64_t>) s.f(s.next);
         else s.f();
       } catch (...) {
         s.error = std::current_exception();
@@ -152,8 +204,12 @@ class BasicPacer {
         return;
       }
       const std::int64_t end = now_ns(s.clock);
-      s.histogram.record(end - intended);
-      if (start - intended > s.max_behind) s.max_behind = start - intended;
+      if (s.next >= s.warmup) {
+        s.histogram.record(end - intended);
+        s.service.record(end - start);
+        s.start_lag.record(start - intended);
+        if (start - intended > s.max_behind) s.max_behind = start - intended;
+      }
       s.last_start = start;
       s.last_end = end;
       s.calls_made.store(s.next + 1, std::memory_order_relaxed);
@@ -171,8 +227,10 @@ class BasicPacer {
   template <class F>
   PacerReport run(F&& f, std::int64_t period, std::uint64_t calls) {
     using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&, std::uint64_t> || std::is_invocable_v<Fn&>,
-                  "kairos::Pacer: the function must be callable as f() or f(std::uint64_t)");
+    static_assert(std::is_invocable_v<Fn&, std::uint64_t, typename Clock::time_point> ||
+                      std::is_invocable_v<Fn&, std::uint64_t> || std::is_invocable_v<Fn&>,
+                  "kairos::Pacer: the function must be callable as f(), f(std::uint64_t) or "
+                  "f(std::uint64_t, Clock::time_point)");
     if (calls > 0 && calls - 1 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / period))
       throw std::invalid_argument("kairos::Pacer: calls * period does not fit in 292 years");
     PacerReport report;
@@ -180,7 +238,12 @@ class BasicPacer {
     report.intended_rate = 1e9 / static_cast<double>(period);
     if (calls == 0) return report;
 
+    const std::uint64_t warmup = warmup_;
+    if (calls > std::numeric_limits<std::uint64_t>::max() - warmup)
+      throw std::invalid_argument("kairos::Pacer: warm-up plus calls overflow");
+    calls += warmup;
     auto state = std::make_shared<State<Fn>>(std::forward<F>(f), clock_, period, calls);
+    state->warmup = warmup;
     state->intended0 = now_ns(clock_) + start_delay_.count();
     ScheduledFuture<void> future =
         scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, start_delay_, Duration(period));
@@ -208,14 +271,18 @@ class BasicPacer {
     if (state->error) std::rethrow_exception(state->error);
 
     const State<Fn>& s = *state;
-    report.calls = s.next;
-    report.elapsed = Duration(s.last_end - s.intended0);
+    report.calls = s.next - warmup;
+    report.warmup_calls = warmup;
+    const std::int64_t measured0 = s.intended0 + static_cast<std::int64_t>(warmup) * period;
+    report.elapsed = Duration(s.last_end - measured0);
     report.max_behind = Duration(s.max_behind);
     report.behind_at_end =
         Duration(s.last_start - (s.intended0 + static_cast<std::int64_t>(s.next - 1) * period));
-    if (s.next >= 2 && s.last_start > s.intended0)
-      report.achieved_rate = static_cast<double>(s.next - 1) * 1e9 / static_cast<double>(s.last_start - s.intended0);
+    if (report.calls >= 2 && s.last_start > measured0)
+      report.achieved_rate = static_cast<double>(report.calls - 1) * 1e9 / static_cast<double>(s.last_start - measured0);
     report.histogram = s.histogram;
+    report.service = s.service;
+    report.start_lag = s.start_lag;
     return report;
   }
 
@@ -242,6 +309,7 @@ class BasicPacer {
   BasicScheduler<Clock>& scheduler_;
   const Clock* clock_;
   Duration start_delay_;
+  std::uint64_t warmup_ = 0;
 };
 
 using Pacer = BasicPacer<SteadyClock>;

@@ -1,6 +1,9 @@
 // latency_histogram_test.cpp: kairos::LatencyHistogram against exact percentiles of sorted
-// samples (random distributions with fixed seeds, adversarial values), merge, JSON, cost.
+// samples (random distributions with fixed seeds, adversarial values), merge, stddev, JSON (written
+// by to_json(), read by tools/hdr/histogram_json.hpp), assign(Parts), cost.
 #include <kairos/latency_histogram.hpp>
+
+#include <histogram_json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -297,7 +300,7 @@ TEST(LatencyHistogram, JsonRoundTrip) {
   h->record(-3);
   h->record(kOneHour);
   const std::string text = h->to_json();
-  const LatencyHistogram back = LatencyHistogram::from_json(text);
+  const LatencyHistogram back = kairos::tools::histogram_from_json_text(text);
   EXPECT_TRUE(back == *h);  // the sum is below 2^52: even it comes back exactly
   EXPECT_EQ(back.to_json(), text);
   EXPECT_EQ(back.count(), h->count());
@@ -310,13 +313,13 @@ TEST(LatencyHistogram, JsonRoundTrip) {
   for (const std::int64_t v : {std::int64_t{0}, std::int64_t{1}, kOneHour, LatencyHistogram::kMaxValue}) {
     LatencyHistogram one;
     one.record(v);
-    EXPECT_EQ(LatencyHistogram::from_json(one.to_json()).to_json(), one.to_json()) << v;
+    EXPECT_EQ(kairos::tools::histogram_from_json_text(one.to_json()).to_json(), one.to_json()) << v;
   }
   LatencyHistogram empty;
-  EXPECT_EQ(LatencyHistogram::from_json(empty.to_json()).to_json(), empty.to_json());
+  EXPECT_EQ(kairos::tools::histogram_from_json_text(empty.to_json()).to_json(), empty.to_json());
 
   // Whitespace, another key order and unknown keys are accepted.
-  const LatencyHistogram spaced = LatencyHistogram::from_json(R"( {
+  const LatencyHistogram spaced = kairos::tools::histogram_from_json_text(R"( {
       "buckets" : [ [506, 2], [3, 1] ], "workload": "W3", "extra": {"a": [1, 2.5e3, null, true, "x\"y"]},
       "mean": 668.0, "max": 1001, "min": 3, "below_zero": 1, "count": 3,
       "version": 1, "kind": "kairos.latency_histogram" } )");
@@ -327,7 +330,7 @@ TEST(LatencyHistogram, JsonRoundTrip) {
 TEST(LatencyHistogram, FromJsonRejectsWhatIsNotTheForm) {
   const std::string good =
       R"({"kind":"kairos.latency_histogram","version":1,"count":3,"below_zero":0,"min":3,"max":1001,"mean":668,"buckets":[[3,1],[506,2]]})";
-  ASSERT_NO_THROW(LatencyHistogram::from_json(good));
+  ASSERT_NO_THROW(kairos::tools::histogram_from_json_text(good));
   auto replaced = [&](const std::string& from, const std::string& to) {
     std::string s = good;
     const auto at = s.find(from);
@@ -368,13 +371,13 @@ TEST(LatencyHistogram, FromJsonRejectsWhatIsNotTheForm) {
       replaced(R"({"kind")", R"({kind)"),
       R"({"kind":"kairos.latency_histogram","version":1,"count":0,"min":1,"max":0,"mean":0,"buckets":[]})",
   };
-  for (const std::string& text : bad) EXPECT_THROW(LatencyHistogram::from_json(text), std::invalid_argument) << text;
+  for (const std::string& text : bad) EXPECT_THROW(kairos::tools::histogram_from_json_text(text), std::invalid_argument) << text;
 
   LatencyHistogram h;
   h.record(42);
-  EXPECT_THROW(h.assign_from_json("{}"), std::invalid_argument);
+  EXPECT_THROW(kairos::tools::histogram_from_json(nlohmann::json::object(), h), std::invalid_argument);
   EXPECT_EQ(h.count(), 0u);  // reset on a failed parse
-  h.assign_from_json(good);
+  kairos::tools::histogram_from_json(nlohmann::json::parse(good), h);
   EXPECT_EQ(h.count(), 3u);
 }
 
@@ -384,7 +387,7 @@ TEST(LatencyHistogram, FromJsonSurvivesTruncatedAndMutatedText) {
   h.record(-1);
   const std::string good = h.to_json();
   for (std::size_t n = 0; n < good.size(); ++n)
-    EXPECT_THROW(LatencyHistogram::from_json(good.substr(0, n)), std::invalid_argument) << n;
+    EXPECT_THROW(kairos::tools::histogram_from_json_text(good.substr(0, n)), std::invalid_argument) << n;
   std::mt19937_64 rng(10);
   const std::string alphabet = "{}[],:\"0123456789-.eE \\nultrfase";
   int parsed = 0;
@@ -392,13 +395,72 @@ TEST(LatencyHistogram, FromJsonSurvivesTruncatedAndMutatedText) {
     std::string s = good;
     for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) s[rng() % s.size()] = alphabet[rng() % alphabet.size()];
     try {
-      const LatencyHistogram back = LatencyHistogram::from_json(s);
+      const LatencyHistogram back = kairos::tools::histogram_from_json_text(s);
       ++parsed;  // a harmless change (e.g. a space); the result must still be consistent
-      EXPECT_EQ(LatencyHistogram::from_json(back.to_json()).to_json(), back.to_json()) << s;
+      EXPECT_EQ(kairos::tools::histogram_from_json_text(back.to_json()).to_json(), back.to_json()) << s;
     } catch (const std::invalid_argument&) {
     }
   }
   std::printf("%d of 20000 mutated texts still parsed\n", parsed);
+}
+
+TEST(LatencyHistogram, StddevMatchesTheExactOneWithinTheBucketResolution) {
+  LatencyHistogram empty;
+  EXPECT_EQ(empty.stddev(), 0.0);
+  LatencyHistogram same;
+  same.record(123'456, 10);
+  EXPECT_EQ(same.stddev(), 0.0);  // one value: the bucket middle is clamped to min == max
+  LatencyHistogram small;         // below 256 ns every value has its own bucket: exact
+  for (std::int64_t v : {2, 4, 4, 4, 5, 5, 7, 9}) small.record(v);
+  EXPECT_DOUBLE_EQ(small.stddev(), 2.0);
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> d(10.0, 1.0);
+  auto h = std::make_unique<LatencyHistogram>();
+  std::vector<double> xs;
+  for (int i = 0; i < 50'000; ++i) {
+    const auto v = static_cast<std::int64_t>(d(rng));
+    xs.push_back(static_cast<double>(v));
+    h->record(v);
+  }
+  double mean = 0, sq = 0;
+  for (double x : xs) mean += x;
+  mean /= static_cast<double>(xs.size());
+  for (double x : xs) sq += (x - mean) * (x - mean);
+  const double exact = std::sqrt(sq / static_cast<double>(xs.size()));
+  EXPECT_NEAR(h->stddev(), exact, exact / 128) << exact;
+  h->record(-5);  // below zero: not part of the distribution
+  EXPECT_NEAR(h->stddev(), exact, exact / 128);
+}
+
+TEST(LatencyHistogram, AssignRebuildsFromPartsAndRejectsPartsThatDoNotFit) {
+  LatencyHistogram h;
+  for (std::int64_t v : {3, 1000, 1001, 250'000}) h.record(v);
+  h.record(-1);
+  LatencyHistogram::Parts parts;
+  for (std::size_t i = 0; i < LatencyHistogram::kBucketCount; ++i)
+    if (h.count_at_index(i)) parts.buckets.emplace_back(i, h.count_at_index(i));
+  parts.below_zero = 1;
+  parts.min = 3;
+  parts.max = 250'000;
+  parts.sum = 3 + 1000 + 1001 + 250'000;
+  LatencyHistogram back;
+  back.assign(parts);
+  EXPECT_TRUE(back == h);
+  auto broken = [&](auto change) {
+    LatencyHistogram::Parts p = parts;
+    change(p);
+    LatencyHistogram target;
+    target.record(7);
+    EXPECT_THROW(target.assign(p), std::invalid_argument);
+    EXPECT_EQ(target.count(), 0u);  // reset on a throw
+  };
+  broken([](auto& p) { p.buckets.emplace_back(LatencyHistogram::kBucketCount, 1); });
+  broken([](auto& p) { p.buckets.push_back(p.buckets.front()); });
+  broken([](auto& p) { p.min = 4; });
+  broken([](auto& p) { p.max = 300'000; });
+  broken([](auto& p) { p.min = p.max + 1; });
+  broken([](auto& p) { p.sum = 1e12L; });
+  broken([](auto& p) { p.buckets.emplace_back(7000, std::numeric_limits<std::uint64_t>::max()); });
 }
 
 TEST(LatencyHistogram, RecordAllocatesNothingAndTakesAFewNanoseconds) {

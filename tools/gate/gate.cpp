@@ -1,16 +1,20 @@
-// gate.cpp: parsing, grouping and judging of latency reports for kairos-gate (see gate.hpp).
+// gate.cpp: parsing, grouping, statistics and verdicts of kairos-gate (see gate.hpp).
 #include "gate.hpp"
 
+#include <kairos/hdr_codec.hpp>
 #include <kairos/latency_histogram.hpp>
 
+#include <histogram_json.hpp>
+
 #include <algorithm>
-#include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <numeric>
 #include <sstream>
 #include <utility>
 
@@ -19,10 +23,10 @@ namespace {
 
 using nlohmann::json;
 
-bool is_latency_figure(std::string_view name) {
-  return std::find(std::begin(kLatencyFigures), std::end(kLatencyFigures), name) != std::end(kLatencyFigures);
+std::string describe(const json& j) {
+  std::string s = j.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
 }
-bool is_known_figure(std::string_view name) { return is_latency_figure(name) || name == kEarlyFires; }
 
 std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -31,94 +35,207 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
-std::string describe(const json& j) {
-  std::string s = j.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
-
-// Lateness percentiles may be negative (an early fire); counts and rates may not.
-void check_figure_value(const std::string& where, const std::string& name, double v) {
+void check_value(const std::string& where, const std::string& name, double v) {
   if (!std::isfinite(v)) throw BadInput(where + ": figure \"" + name + "\" is not a finite number");
-  if (v < 0 && !is_latency_figure(name))
-    throw BadInput(where + ": figure \"" + name + "\" is negative (" + format_value(v) + ")");
+  // A time may be negative (an early fire's lateness); a count or a rate may not.
+  if (v < 0 && unit_of(name) != Unit::ns)
+    throw BadInput(where + ": figure \"" + name + "\" is negative (" + format_value(v, unit_of(name)) + ")");
 }
 
-Run run_from_histogram(const json& j, std::string_view line, const std::string& where, const ParseOptions& options) {
-  if (!j["kind"].is_string() || j["kind"].get<std::string>() != "kairos.latency_histogram")
-    throw BadInput(where + ": unknown \"kind\" " + describe(j["kind"]) + " (expected \"kairos.latency_histogram\")");
+void add_histogram_figures(Run& r, const LatencyHistogram& h) {
+  if (h.empty()) throw BadInput(r.where + ": the histogram holds no samples");
+  r.figures["p50"] = static_cast<double>(h.value_at_percentile(50));
+  r.figures["p90"] = static_cast<double>(h.value_at_percentile(90));
+  r.figures["p99"] = static_cast<double>(h.value_at_percentile(99));
+  r.figures["p99.9"] = static_cast<double>(h.value_at_percentile(99.9));
+  r.figures["p99.99"] = static_cast<double>(h.value_at_percentile(99.99));
+  r.figures["max"] = static_cast<double>(h.max());
+  r.figures["mean"] = h.mean();
+  r.figures["stddev"] = h.stddev();
+  r.figures["count"] = static_cast<double>(h.count());
+  r.figures[kEarlyFires] = static_cast<double>(h.below_zero());
+}
+
+std::string string_field(const json& j, const char* key, const std::string& where, const std::string& fallback) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_string()) throw BadInput(where + ": \"" + key + "\" must be a string, got " + describe(j[key]));
+  return j[key].get<std::string>();
+}
+
+std::string machine_of(const json& m) {
+  if (m.is_string()) return m.get<std::string>();
+  if (!m.is_object()) return {};
+  std::string s = m.value("cpu", std::string("unknown cpu"));
+  if (m.contains("nproc") && m["nproc"].is_number()) s += ", " + m["nproc"].dump() + " CPUs";
+  return s;
+}
+
+void read_common(Run& r, const json& j) {
+  if (j.contains("config")) r.config = j["config"];
+  if (j.contains("parameters")) r.parameters = j["parameters"];
+  if (j.contains("repeat")) {
+    if (!j["repeat"].is_number_integer()) throw BadInput(r.where + ": \"repeat\" must be an integer");
+    r.repeat = j["repeat"].get<std::int64_t>();
+  }
+  if (j.contains("machine")) r.machine = machine_of(j["machine"]);
+}
+
+Run run_from_histogram(const json& j, const std::string& where, const ParseOptions& o, const std::string& stem) {
   auto h = std::make_unique<LatencyHistogram>();
   try {
-    h->assign_from_json(line);
+    tools::histogram_from_json(j, *h);
   } catch (const std::invalid_argument& e) {
     throw BadInput(where + ": " + e.what());
   }
-  if (h->empty()) throw BadInput(where + ": the histogram holds no samples");
   Run r;
   r.where = where;
-  auto label = [&](const char* key, const std::string& fallback, const char* flag) {
-    if (j.contains(key)) {
-      if (!j[key].is_string()) throw BadInput(where + ": \"" + key + "\" must be a string");
-      return j[key].get<std::string>();
-    }
-    if (fallback.empty())
-      throw BadInput(where + ": a histogram without \"" + key + "\" needs " + flag);
-    return fallback;
-  };
-  r.workload = label("workload", options.histogram_workload, "--histogram-workload");
-  r.system = label("system", options.histogram_system, "--histogram-system");
-  if (j.contains("config")) r.config = j["config"];
-  if (j.contains("parameters")) r.parameters = j["parameters"];
-  r.figures["p50"] = static_cast<double>(h->value_at_percentile(50));
-  r.figures["p90"] = static_cast<double>(h->value_at_percentile(90));
-  r.figures["p99"] = static_cast<double>(h->value_at_percentile(99));
-  r.figures["p99.9"] = static_cast<double>(h->value_at_percentile(99.9));
-  r.figures["p99.99"] = static_cast<double>(h->value_at_percentile(99.99));
-  r.figures["max"] = static_cast<double>(h->max());
-  r.figures["mean"] = h->mean();
-  r.figures["count"] = static_cast<double>(h->count());
-  r.figures[kEarlyFires] = static_cast<double>(h->below_zero());
+  r.workload = string_field(j, "workload", where, o.workload.empty() ? stem : o.workload);
+  r.system = string_field(j, "system", where, o.system.empty() ? "current" : o.system);
+  read_common(r, j);
+  add_histogram_figures(r, *h);
   return r;
 }
 
-Run run_from_report(const json& j, const std::string& where) {
+Run run_from_record(const json& j, const std::string& where) {
   Run r;
   r.where = where;
-  for (const char* key : {"workload", "system"}) {
+  for (const char* key : {"workload", "system"})
     if (!j.contains(key)) throw BadInput(where + ": missing \"" + key + "\"");
-    if (!j[key].is_string()) throw BadInput(where + ": \"" + key + "\" must be a string, got " + describe(j[key]));
-  }
-  r.workload = j["workload"].get<std::string>();
-  r.system = j["system"].get<std::string>();
-  if (j.contains("config")) r.config = j["config"];
-  if (j.contains("parameters")) r.parameters = j["parameters"];
+  r.workload = string_field(j, "workload", where, "");
+  r.system = string_field(j, "system", where, "");
+  if (r.workload.empty() || r.system.empty()) throw BadInput(where + ": empty \"workload\" or \"system\"");
+  read_common(r, j);
   for (const auto& [key, value] : j.items()) {
+    if (key == "repeat" || key == "loadavg_1m") continue;  // bookkeeping, not a measurement
     const std::string name = figure_name(key);
     if (value.is_number()) {
       if (!r.figures.emplace(name, value.get<double>()).second)
         throw BadInput(where + ": figure \"" + name + "\" is given twice (\"" + key + "\" is another name for it)");
-      if (is_known_figure(name) || higher_is_better(name)) check_figure_value(where, name, r.figures[name]);
-    } else if (is_known_figure(name)) {
-      throw BadInput(where + ": figure \"" + key + "\" must be a number, got " + describe(value));
+      check_value(where, name, r.figures[name]);
+    } else if (value.is_null() && key.size() > 3 && key.compare(key.size() - 3, 3, "_ns") == 0) {
+      throw BadInput(where + ": figure \"" + key + "\" is null");
     }
   }
   return r;
+}
+
+std::vector<Run> parse_json_lines(std::string_view text, const std::string& source, const ParseOptions& o,
+                                  const std::string& stem) {
+  std::vector<Run> runs;
+  std::size_t line_no = 0, start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string line = trim(text.substr(start, end - start));
+    ++line_no;
+    start = end + 1;
+    if (line.empty()) continue;
+    const std::string where = source + ":" + std::to_string(line_no);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception& e) {
+      throw BadInput(where + ": malformed JSON (" + e.what() + ")");
+    }
+    if (!j.is_object()) throw BadInput(where + ": expected a JSON object");
+    if (j.contains("kind")) {
+      if (!tools::is_histogram_json(j))
+        throw BadInput(where + ": unknown \"kind\" " + describe(j["kind"]) + " (expected \"" +
+                       tools::kHistogramKind + "\")");
+      runs.push_back(run_from_histogram(j, where, o, stem));
+    } else {
+      runs.push_back(run_from_record(j, where));
+    }
+  }
+  return runs;
+}
+
+double time_unit_ns(const std::string& unit, const std::string& where) {
+  if (unit == "ns") return 1;
+  if (unit == "us") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  throw BadInput(where + ": unknown time_unit \"" + unit + "\"");
+}
+
+std::vector<Run> parse_benchmark_json(const json& doc, const std::string& source, const ParseOptions& o) {
+  const json& list = doc["benchmarks"];
+  if (!list.is_array()) throw BadInput(source + ": \"benchmarks\" must be an array");
+  std::string machine;
+  if (doc.contains("context") && doc["context"].is_object()) {
+    const json& c = doc["context"];
+    machine = c.value("host_name", std::string("unknown host"));
+    if (c.contains("num_cpus")) machine += ", " + c["num_cpus"].dump() + " CPUs";
+  }
+  static const std::set<std::string> kSkip = {"family_index", "per_family_instance_index", "repetitions",
+                                              "repetition_index", "threads", "iterations"};
+  std::vector<Run> runs;
+  std::map<std::string, std::int64_t> seen;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const json& b = list[k];
+    const std::string where = source + ": benchmarks[" + std::to_string(k) + "]";
+    if (!b.is_object()) throw BadInput(where + ": expected an object");
+    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
+    if (b.contains("error_occurred") && b["error_occurred"].is_boolean() && b["error_occurred"].get<bool>())
+      throw BadInput(where + ": the benchmark reported an error: " + b.value("error_message", std::string("?")));
+    Run r;
+    r.where = where;
+    r.workload = string_field(b, "run_name", where, string_field(b, "name", where, ""));
+    if (r.workload.empty()) throw BadInput(where + ": no \"name\"");
+    r.system = o.system.empty() ? "current" : o.system;
+    r.machine = machine;
+    r.repeat = b.contains("repetition_index") && b["repetition_index"].is_number_integer()
+                   ? b["repetition_index"].get<std::int64_t>()
+                   : seen[r.workload]++;
+    const double scale = time_unit_ns(b.value("time_unit", std::string("ns")), where);
+    for (const auto& [key, value] : b.items()) {
+      if (!value.is_number() || kSkip.count(key)) continue;
+      std::string name = key;
+      double v = value.get<double>();
+      if (key == "real_time" || key == "cpu_time") v *= scale;
+      if (key.size() > 11 && key.compare(key.size() - 11, 11, "_per_second") == 0)
+        name = key.substr(0, key.size() - 11) + "_per_s";
+      check_value(where, name, v);
+      r.figures[name] = v;
+    }
+    if (!r.figures.count("real_time")) throw BadInput(where + ": no \"real_time\"");
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+std::vector<Run> parse_hlog(std::string_view text, const std::string& source, const ParseOptions& o,
+                            const std::string& stem) {
+  std::istringstream in{std::string(text)};
+  hdr::Hlog log;
+  try {
+    log = hdr::read_hlog(in);
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(source + ": " + e.what());
+  }
+  std::vector<Run> runs;
+  std::map<std::string, std::int64_t> index;
+  for (std::size_t k = 0; k < log.intervals.size(); ++k) {
+    const hdr::HlogInterval& iv = log.intervals[k];
+    Run r;
+    r.where = source + ": interval " + std::to_string(k + 1);
+    r.workload = !iv.tag.empty() ? iv.tag : (!o.workload.empty() ? o.workload : stem);
+    r.system = o.system.empty() ? "current" : o.system;
+    r.repeat = index[r.workload]++;
+    add_histogram_figures(r, iv.histogram);
+    runs.push_back(std::move(r));
+  }
+  return runs;
 }
 
 // -- grouping -------------------------------------------------------------------------------
 
 struct Group {
   std::string workload, system;
-  json parameters;        // the workload's shape
-  json config;            // the system's configuration, less the ignored keys
+  json parameters, config;
   std::vector<const Run*> runs;
-  std::string name;       // for rows and messages
+  std::string name;
 };
-
-std::string group_key(const std::string& workload, const std::string& system, const json& parameters,
-                      const json& config) {
-  return workload + '\x1f' + system + '\x1f' + parameters.dump() + '\x1f' + config.dump();
-}
-std::string group_key(const Group& g) { return group_key(g.workload, g.system, g.parameters, g.config); }
 
 json reduced_config(const Run& r, const std::set<std::string>& ignore) {
   json c = r.config;
@@ -127,35 +244,16 @@ json reduced_config(const Run& r, const std::set<std::string>& ignore) {
   return c;
 }
 
-bool selected(const Run& r, const GateOptions& o, bool judged_system) {
-  if (!o.workloads.empty() && !o.workloads.count(r.workload)) return false;
-  if (judged_system && !o.systems.empty() && !o.systems.count(r.system)) return false;
-  return true;
+std::string key_of(const std::string& w, const std::string& s, const json& p, const json& c) {
+  return w + '\x1f' + s + '\x1f' + p.dump() + '\x1f' + c.dump();
 }
 
-// " key=value" for each key of `objects` whose value is not the same in all of them.
-std::string varying(const json& mine, const std::vector<const json*>& objects) {
-  std::set<std::string> keys;
-  for (const json* o : objects)
-    for (const auto& [k, v] : o->items()) keys.insert(k);
-  std::string out;
-  for (const std::string& k : keys) {
-    const json first = objects.front()->contains(k) ? (*objects.front())[k] : json();
-    bool differs = false;
-    for (const json* o : objects) differs |= (o->contains(k) ? (*o)[k] : json()) != first;
-    if (differs) out += ' ' + k + '=' + (mine.contains(k) ? mine[k].dump() : "-");
-  }
-  return out;
-}
-
-// Groups in first-seen order. A group's name is its workload and system, plus the parameters
-// and config keys that tell it apart from the other groups of that workload.
 std::vector<Group> group_runs(const std::vector<const Run*>& runs, const std::set<std::string>& ignore) {
   std::vector<Group> groups;
   std::map<std::string, std::size_t> at;
   for (const Run* r : runs) {
     json c = reduced_config(*r, ignore);
-    const std::string key = group_key(r->workload, r->system, r->parameters, c);
+    const std::string key = key_of(r->workload, r->system, r->parameters, c);
     auto it = at.find(key);
     if (it == at.end()) {
       it = at.emplace(key, groups.size()).first;
@@ -164,540 +262,616 @@ std::vector<Group> group_runs(const std::vector<const Run*>& runs, const std::se
     groups[it->second].runs.push_back(r);
   }
   for (Group& g : groups) {
-    std::vector<const json*> params, configs;
+    g.name = g.workload + ' ' + g.system;
     for (const Group& h : groups) {
-      if (h.workload != g.workload) continue;
-      params.push_back(&h.parameters);
-      if (h.system == g.system && h.parameters == g.parameters) configs.push_back(&h.config);
+      if (&h == &g || h.workload != g.workload || h.system != g.system) continue;
+      if (h.parameters != g.parameters) g.name += ' ' + g.parameters.dump();
+      if (h.config != g.config) g.name += ' ' + g.config.dump();
+      break;
     }
-    g.name = g.workload + ' ' + g.system + varying(g.parameters, params) + varying(g.config, configs);
   }
   return groups;
 }
 
-void require_runs(const Group& g, const std::string& side, unsigned min_runs) {
-  if (g.runs.size() < min_runs)
-    throw BadInput(g.name + ": " + std::to_string(g.runs.size()) + " run" + (g.runs.size() == 1 ? "" : "s") +
-                   " in " + side + ", fewer than --min-runs " + std::to_string(min_runs) + ": refusing to judge");
+bool selected(const Run& r, const GateOptions& o) {
+  return o.workloads.empty() || o.workloads.count(r.workload);
 }
 
-// The values of a figure over a group's runs: empty when no run has it; BadInput when only
-// some runs have it, or a value fails check_figure_value.
-std::vector<double> values_of(const Group& g, const std::string& figure, const std::string& side) {
-  std::vector<double> values;
+// The values of a figure over runs; BadInput when only some runs have it.
+std::vector<double> values_of(const std::vector<const Run*>& runs, const std::string& figure, const std::string& name) {
+  std::vector<double> v;
   const Run* missing = nullptr;
-  for (const Run* r : g.runs) {
+  for (const Run* r : runs) {
     auto it = r->figures.find(figure);
-    if (it == r->figures.end()) {
-      missing = r;
-      continue;
-    }
-    check_figure_value(r->where, figure, it->second);
-    values.push_back(it->second);
+    if (it == r->figures.end()) missing = r;
+    else v.push_back(it->second);
   }
-  if (missing && !values.empty())
-    throw BadInput(missing->where + ": no \"" + figure + "\", which other runs of " + g.name + " in " + side + " have");
-  return values;
+  if (missing && !v.empty())
+    throw BadInput(missing->where + ": no \"" + figure + "\", which other runs of " + name + " have");
+  return v;
 }
 
-std::string format_percent(double fraction) {
-  if (std::isinf(fraction)) return fraction > 0 ? "+inf%" : "-inf%";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", fraction * 100.0);
-  return buf;
-}
-std::string format_ratio(double r) {
-  if (std::isinf(r)) return "inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, r >= 0.01 ? "%.2fx" : "%.2gx", r);
-  return buf;
-}
-std::string format_tolerance(const Tolerance& t, bool rate) {
-  if (t.relative) return std::string(rate ? ">= " : "<= ") + format_percent(rate ? -t.value : t.value);
-  return std::string(rate ? ">= -" : "<= +") + format_value(t.value) + (rate ? "" : " ns");
-}
-
-// Figures judged in order: the latency figures first, then the others by name.
-std::vector<std::string> ordered(const std::set<std::string>& names) {
-  std::vector<std::string> out;
-  for (const char* f : kLatencyFigures)
-    if (names.count(f)) out.emplace_back(f);
-  for (const std::string& n : names)
-    if (!is_latency_figure(n)) out.push_back(n);
-  return out;
-}
-
-// An early fire in any run of a judged group is a regression: it is a correctness bug.
-void add_early_fire_row(Comparison& c, const Group& g, const Group* other, const GateOptions& o) {
-  std::vector<double> cur = values_of(g, kEarlyFires, "current");
-  if (cur.empty()) return;
-  Row row;
-  row.group = g.name;
-  row.figure = kEarlyFires;
-  row.current = *std::max_element(cur.begin(), cur.end());
-  if (other) {
-    std::vector<double> base = values_of(*other, kEarlyFires, "baseline");
-    if (!base.empty()) row.baseline = *std::max_element(base.begin(), base.end());
-  }
-  row.change = "-";
-  row.note = "max of runs";
-  if (o.allow_early_fires) {
-    row.verdict = Verdict::info;
-    row.note = "max of runs, allowed";
-  } else {
-    row.limit = "== 0";
-    row.verdict = row.current > 0 ? Verdict::regression : Verdict::ok;
-  }
-  c.rows.push_back(std::move(row));
-}
-
-void reject_early_fire_limit(const std::set<std::string>& named) {
-  if (named.count(kEarlyFires))
-    throw BadInput("early_fires takes no limit: any early fire is a regression (see --allow-early-fires)");
-}
-
-void check_named_figures_found(const std::set<std::string>& named, const std::set<std::string>& found,
-                               const char* flag) {
-  for (const std::string& f : named)
-    if (f != "all" && !found.count(f))
-      throw BadInput(std::string(flag) + " names \"" + f + "\", which no judged run reports: nothing to judge");
-}
-
-}  // namespace
-
-// -- public ---------------------------------------------------------------------------------
-
-bool is_valid_workload(std::string_view w) {
-  return w.size() == 2 && w[0] == 'W' && w[1] >= '1' && w[1] <= '7';
-}
-
-std::vector<std::string> required_figures(std::string_view workload) {
-  if (workload == "W1") return {"p50", "p99"};
-  if (workload == "W3" || workload == "W4") {
-    std::vector<std::string> f(std::begin(kLatencyFigures), std::end(kLatencyFigures));
-    f.emplace_back(kEarlyFires);
-    return f;
+std::string limit_text(const Limit& l, Unit unit, bool rate_min) {
+  char buf[64];
+  switch (l.kind) {
+    case Limit::relative: std::snprintf(buf, sizeof buf, "<= +%g%%", l.value * 100); return buf;
+    case Limit::absolute: return "<= +" + format_value(l.value, unit);
+    case Limit::ratio: std::snprintf(buf, sizeof buf, "%s %gx", rate_min ? ">=" : "<=", l.value); return buf;
   }
   return {};
 }
 
-std::string figure_name(std::string_view name) {
-  static const std::map<std::string, std::string, std::less<>> kAliases = {
-      {"p50_ns", "p50"},       {"p90_ns", "p90"},         {"p99_ns", "p99"},
-      {"p99_9_ns", "p99.9"},   {"p99_99_ns", "p99.99"},   {"max_ns", "max"}};
-  auto it = kAliases.find(name);
-  return it == kAliases.end() ? std::string(name) : it->second;
+void add_early_fire_rows(Comparison& c, const Group& g, const GateOptions& o) {
+  double total = 0;
+  for (const Run* r : g.runs) {
+    auto it = r->figures.find(kEarlyFires);
+    if (it != r->figures.end()) total += it->second;
+  }
+  if (total <= 0) return;
+  Row row;
+  row.group = g.name;
+  row.figure = kEarlyFires;
+  row.unit = Unit::count;
+  std::vector<double> v;
+  for (const Run* r : g.runs) v.push_back(r->figures.count(kEarlyFires) ? r->figures.at(kEarlyFires) : 0.0);
+  row.current = spread_of(v);
+  row.limit = "0";
+  row.verdict = o.allow_early_fires ? Verdict::info : Verdict::regression;
+  row.note = o.allow_early_fires ? "early fires allowed (--allow-early-fires)" : "a task started before its deadline";
+  c.rows.push_back(std::move(row));
 }
 
-bool higher_is_better(std::string_view figure) {
-  constexpr std::string_view kSuffix = "_per_s";
-  if (figure.size() >= kSuffix.size() && figure.substr(figure.size() - kSuffix.size()) == kSuffix) return true;
-  return figure == "runs_per_task" || figure == "runs_per_task_min" || figure == "runs_per_task_max";
+std::uint64_t splitmix(std::uint64_t& x) {
+  std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
+
+std::vector<double> resample(const std::vector<double>& v, std::uint64_t& rng) {
+  std::vector<double> out(v.size());
+  for (double& x : out) x = v[splitmix(rng) % v.size()];
+  return out;
+}
+
+std::pair<double, double> percentile_interval(std::vector<double> stats) {
+  std::sort(stats.begin(), stats.end());
+  const auto at = [&](double q) {
+    const std::size_t i = static_cast<std::size_t>(std::floor(q * static_cast<double>(stats.size() - 1) + 0.5));
+    return stats[std::min(i, stats.size() - 1)];
+  };
+  return {at(0.025), at(0.975)};
+}
+
+double safe_ratio(double a, double b) {
+  if (b == 0) return a == 0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return a / b;
+}
+
+}  // namespace
+
+// ---- names and units ------------------------------------------------------------------------
+
+std::string figure_name(std::string_view name) {
+  std::string n(name);
+  if (n.size() > 3 && n.compare(n.size() - 3, 3, "_ns") == 0) {
+    const std::string stem = n.substr(0, n.size() - 3);
+    if (stem == "max" || stem == "min" || stem == "mean") return stem;
+    if (stem.size() >= 2 && stem[0] == 'p' && std::isdigit(static_cast<unsigned char>(stem[1]))) {
+      std::string p = stem;
+      std::replace(p.begin(), p.end(), '_', '.');
+      return p;
+    }
+  }
+  return n;
+}
+
+Unit unit_of(std::string_view f) {
+  auto ends = [&](std::string_view s) { return f.size() >= s.size() && f.substr(f.size() - s.size()) == s; };
+  if (ends("_per_s")) return Unit::per_s;
+  if (f == "max" || f == "min" || f == "mean" || f == "stddev" || f == "real_time" || f == "cpu_time" || ends("_ns"))
+    return Unit::ns;
+  if (f.size() >= 2 && f[0] == 'p' && std::isdigit(static_cast<unsigned char>(f[1]))) return Unit::ns;
+  return Unit::count;
+}
+
+bool higher_is_better(std::string_view figure) { return unit_of(figure) == Unit::per_s; }
+
+// ---- input -----------------------------------------------------------------------------------
 
 std::vector<Run> parse_runs(std::string_view text, const std::string& source, const ParseOptions& options) {
+  std::string stem = source;
+  if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
+  if (auto dot = stem.find('.'); dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
+  const std::string body = trim(text);
   std::vector<Run> runs;
-  std::size_t line_no = 0;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (trim(line).empty()) continue;
-    const std::string where = source + ":" + std::to_string(line_no);
-    json j;
+  if (body.empty()) throw BadInput(source + ": no runs (empty input)");
+  if (body[0] == '{') {
+    json whole;
+    bool one_value = true;
     try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
-      throw BadInput(where + ": malformed JSON (" + e.what() + ")");
+      whole = json::parse(body);
+    } catch (const json::exception&) {
+      one_value = false;
     }
-    if (!j.is_object()) throw BadInput(where + ": a run must be a JSON object, got " + describe(j));
-    Run r = j.contains("kind") ? run_from_histogram(j, line, where, options) : run_from_report(j, where);
-    if (!is_valid_workload(r.workload))
-      throw BadInput(where + ": unknown workload \"" + r.workload + "\" (W1..W7 are valid)");
-    if (r.system.empty()) throw BadInput(where + ": \"system\" is empty");
-    if (!r.config.is_object()) throw BadInput(where + ": \"config\" must be an object, got " + describe(r.config));
-    if (!r.parameters.is_object())
-      throw BadInput(where + ": \"parameters\" must be an object, got " + describe(r.parameters));
-    for (const std::string& f : required_figures(r.workload))
-      if (!r.figures.count(f)) throw BadInput(where + ": a " + r.workload + " report must have \"" + f + "\"");
-    runs.push_back(std::move(r));
+    if (one_value && whole.is_object() && whole.contains("benchmarks"))
+      runs = parse_benchmark_json(whole, source, options);
+    else
+      runs = parse_json_lines(text, source, options, stem);
+  } else if (body[0] == '#' || body.rfind("Tag=", 0) == 0 || body.rfind("\"StartTimestamp\"", 0) == 0 ||
+             std::isdigit(static_cast<unsigned char>(body[0]))) {
+    runs = parse_hlog(text, source, options, stem);
+  } else {
+    throw BadInput(source + ": not kairos-lat JSON Lines, histogram JSON, an HdrHistogram log or Google Benchmark JSON");
   }
-  if (runs.empty()) throw BadInput(source + ": no runs (empty input)");
+  if (runs.empty()) throw BadInput(source + ": no runs");
   return runs;
 }
 
 std::vector<Run> read_runs(const std::string& path, const ParseOptions& options) {
-  std::string text;
+  std::ostringstream text;
   if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    return parse_runs(text, "<stdin>", options);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BadInput(path + ": cannot be read");
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) throw BadInput(path + ": read error");
-  return parse_runs(text, path, options);
-}
-
-Tolerance parse_tolerance(std::string_view text) {
-  const std::string t = trim(text);
-  double v = 0;
-  const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (r.ec != std::errc{} || r.ptr == t.data()) throw BadInput("tolerance \"" + t + "\" is not a number with a unit");
-  const std::string unit(r.ptr, t.data() + t.size());
-  Tolerance tol;
-  if (unit == "%") {
-    tol.relative = true;
-    tol.value = v / 100.0;
-  } else if (unit == "ns" || unit.empty()) {
-    tol.relative = false;
-    tol.value = v;
-  } else if (unit == "us") {
-    tol = {false, v * 1e3};
-  } else if (unit == "ms") {
-    tol = {false, v * 1e6};
-  } else if (unit == "s") {
-    tol = {false, v * 1e9};
+    text << std::cin.rdbuf();
   } else {
-    throw BadInput("tolerance \"" + t + "\": unknown unit \"" + unit + "\" (use %, ns, us, ms or s)");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw BadInput(path + ": cannot be read");
+    text << in.rdbuf();
   }
-  if (!std::isfinite(tol.value) || tol.value < 0) throw BadInput("tolerance \"" + t + "\" must be >= 0");
-  return tol;
+  return parse_runs(text.str(), path == "-" ? "stdin" : path, options);
 }
 
-namespace {
-std::pair<std::string, std::string> split_assignment(std::string_view text, const char* what) {
-  const auto eq = text.find('=');
-  if (eq == std::string_view::npos)
-    throw BadInput(std::string(what) + " \"" + std::string(text) + "\" must look like FIGURE=VALUE, e.g. p99=15%");
-  std::string name = trim(text.substr(0, eq));
-  if (name.empty()) throw BadInput(std::string(what) + " \"" + std::string(text) + "\" names no figure");
-  return {figure_name(name), trim(text.substr(eq + 1))};
-}
-}  // namespace
-
-std::pair<std::string, Tolerance> parse_tolerance_assignment(std::string_view text) {
-  auto [name, value] = split_assignment(text, "--tolerance");
-  return {name, parse_tolerance(value)};
-}
-
-std::pair<std::string, double> parse_ratio_assignment(std::string_view text) {
-  auto [name, value] = split_assignment(text, "ratio");
-  double v = 0;
-  const auto r = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (r.ec != std::errc{} || r.ptr != value.data() + value.size() || !std::isfinite(v) || v <= 0)
-    throw BadInput("ratio \"" + std::string(text) + "\" must be FIGURE=NUMBER with a number > 0, e.g. p99=0.5");
-  return {name, v};
+Limit parse_limit(std::string_view text) {
+  const std::string t = trim(text);
+  std::size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.' || t[i] == '+' || t[i] == '-' ||
+                          ((t[i] == 'e' || t[i] == 'E') && i > 0)))
+    ++i;
+  const std::string number = t.substr(0, i), unit = trim(t.substr(i));
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(v))
+    throw BadInput("limit \"" + t + "\": expected a number with a unit: 15%, 10us, 0.5x");
+  if (v < 0) throw BadInput("limit \"" + t + "\" is negative");
+  if (unit.empty())
+    throw BadInput("limit \"" + t + "\" has no unit: write " + t + "% (relative), " + t + "us (a time) or " + t +
+                   "x (a ratio)");
+  if (unit == "%") return {Limit::relative, v / 100};
+  if (unit == "x") return {Limit::ratio, v};
+  static const std::map<std::string, double> kTime = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  auto it = kTime.find(unit);
+  if (it == kTime.end()) throw BadInput("limit \"" + t + "\": unknown unit \"" + unit + "\" (%, ns, us, ms, s, x)");
+  return {Limit::absolute, v * it->second};
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+std::pair<std::string, Limit> parse_limit_assignment(std::string_view text) {
+  const std::string t(text);
+  const auto eq = t.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
+    throw BadInput("\"" + t + "\": expected FIGURE=LIMIT, e.g. p99=15%");
+  return {figure_name(trim(t.substr(0, eq))), parse_limit(t.substr(eq + 1))};
 }
 
-std::string format_value(double v) {
-  char buf[48];
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (v == std::floor(v) || std::fabs(v) >= 1000) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
+// ---- statistics ------------------------------------------------------------------------------
+
+double median(std::vector<double> v) {
+  if (v.empty()) throw std::invalid_argument("median of no values");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-bool Comparison::regression() const { return regressions() > 0; }
-std::size_t Comparison::judged() const {
-  return static_cast<std::size_t>(
-      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.verdict != Verdict::info; }));
+Spread spread_of(std::vector<double> values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.n = values.size();
+  s.median = median(values);
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  return s;
 }
-std::size_t Comparison::regressions() const {
-  return static_cast<std::size_t>(
-      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.verdict == Verdict::regression; }));
+
+double mann_whitney_p_greater(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::size_t n = x.size(), m = y.size();
+  if (n == 0 || m == 0) return 1.0;
+  // U = pairs (xi, yj) with xi > yj, ties counting a half.
+  double u = 0;
+  for (double a : x)
+    for (double b : y) u += a > b ? 1.0 : (a == b ? 0.5 : 0.0);
+  // Ranks of the pooled sample, for the tie correction.
+  std::vector<double> all(x);
+  all.insert(all.end(), y.begin(), y.end());
+  std::sort(all.begin(), all.end());
+  double tie_term = 0;
+  bool ties = false;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    if (t > 1) ties = true;
+    tie_term += t * t * t - t;
+    i = j;
+  }
+  if (!ties && n <= 10 && m <= 10) {
+    // Exact: count the arrangements with U' >= u; ways[i][j][k]: i of x, j of y, U = k.
+    const std::size_t max_u = n * m;
+    std::vector<std::vector<std::vector<double>>> w(n + 1, std::vector<std::vector<double>>(m + 1, std::vector<double>(max_u + 1, 0)));
+    for (std::size_t i = 0; i <= n; ++i)
+      for (std::size_t j = 0; j <= m; ++j) {
+        if (i == 0 || j == 0) {
+          w[i][j][0] = 1;
+          continue;
+        }
+        for (std::size_t k = 0; k <= i * j; ++k) {
+          // the largest element is an x (it beats all j y's) or a y
+          w[i][j][k] = (k >= j ? w[i - 1][j][k - j] : 0) + w[i][j - 1][k];
+        }
+      }
+    double total = 0, tail = 0;
+    for (std::size_t k = 0; k <= max_u; ++k) {
+      total += w[n][m][k];
+      if (static_cast<double>(k) >= u - 1e-9) tail += w[n][m][k];
+    }
+    return tail / total;
+  }
+  const double nn = static_cast<double>(n), mm = static_cast<double>(m), big = nn + mm;
+  const double mean = nn * mm / 2;
+  const double var = nn * mm / 12 * ((big + 1) - tie_term / (big * (big - 1)));
+  if (var <= 0) return u > mean ? 0.0 : 1.0;
+  const double z = (u - mean - 0.5) / std::sqrt(var);
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+std::pair<double, double> bootstrap_median_ci(const std::vector<double>& values, unsigned resamples, std::uint64_t seed) {
+  if (values.empty()) throw std::invalid_argument("bootstrap of no values");
+  std::vector<double> stats;
+  stats.reserve(resamples);
+  for (unsigned k = 0; k < std::max(resamples, 1u); ++k) stats.push_back(median(resample(values, seed)));
+  return percentile_interval(std::move(stats));
+}
+
+std::pair<double, double> bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<double>& b,
+                                             unsigned resamples, std::uint64_t seed) {
+  if (a.empty() || b.empty()) throw std::invalid_argument("bootstrap of no values");
+  std::vector<double> stats;
+  stats.reserve(resamples);
+  for (unsigned k = 0; k < std::max(resamples, 1u); ++k)
+    stats.push_back(safe_ratio(median(resample(a, seed)), median(resample(b, seed))));
+  return percentile_interval(std::move(stats));
+}
+
+// ---- verdicts --------------------------------------------------------------------------------
+
+const char* verdict_text(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "pass";
+    case Verdict::regression: return "REGRESSION";
+    case Verdict::inconclusive: return "inconclusive";
+    case Verdict::info: return "-";
+  }
+  return "?";
+}
+
+std::size_t Comparison::count(Verdict v) const {
+  return static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [v](const Row& r) { return r.verdict == v; }));
+}
+
+Verdict overall(const std::vector<Comparison>& cs) {
+  std::size_t reg = 0, inc = 0;
+  for (const Comparison& c : cs) reg += c.count(Verdict::regression), inc += c.count(Verdict::inconclusive);
+  return reg ? Verdict::regression : inc ? Verdict::inconclusive : Verdict::pass;
 }
 
 Comparison compare_to_baseline(const std::vector<Run>& baseline, const std::vector<Run>& current,
                                const GateOptions& o, const std::string& baseline_name) {
-  if (o.tolerances.empty()) throw BadInput("no --tolerance given: nothing to judge against the baseline");
+  if (o.tolerances.empty()) throw BadInput("no --tolerance: nothing to judge against the baseline");
+  for (const auto& [figure, limit] : o.tolerances) {
+    if (limit.kind == Limit::ratio) throw BadInput("--tolerance " + figure + ": a ratio (x) belongs to --max-ratio");
+    if (limit.kind == Limit::absolute && figure != "all" && unit_of(figure) != Unit::ns)
+      throw BadInput("--tolerance " + figure + ": a time limit for a figure that is not a time; use %");
+    if (figure == kEarlyFires) throw BadInput("--tolerance early_fires: early fires are never tolerated (--allow-early-fires)");
+  }
   Comparison c;
   c.title = "against baseline " + baseline_name;
-  c.baseline_column = "baseline";
-
-  std::vector<const Run*> base_runs, cur_runs;
-  for (const Run& r : baseline)
-    if (selected(r, o, true)) base_runs.push_back(&r);
-  for (const Run& r : current)
-    if (selected(r, o, true)) cur_runs.push_back(&r);
-  if (cur_runs.empty()) throw BadInput("current: no run of the selected systems and workloads");
-  if (base_runs.empty()) throw BadInput(baseline_name + ": no run of the selected systems and workloads");
-  const std::vector<Group> base_groups = group_runs(base_runs, o.ignore_config);
-  const std::vector<Group> cur_groups = group_runs(cur_runs, o.ignore_config);
-
-  std::map<std::string, const Group*> base_by_key;
-  for (const Group& g : base_groups) base_by_key[group_key(g)] = &g;
-  std::set<std::string> cur_keys;
-  for (const Group& g : cur_groups) cur_keys.insert(group_key(g));
-  for (const Group& g : base_groups)
-    if (!cur_keys.count(group_key(g)))
-      throw BadInput(g.name + " (parameters " + g.parameters.dump() + ", config " + g.config.dump() + ") is in " +
-                     baseline_name + " but has no run in current: refusing to pass a missing measurement "
-                     "(select with --system/--workload, or --ignore-config a key that changed)");
-
-  std::set<std::string> named, found;
-  for (const auto& [f, t] : o.tolerances) named.insert(f);
-  reject_early_fire_limit(named);
-  const auto all = o.tolerances.find("all");
-
-  for (const Group& g : cur_groups) {
-    auto b = base_by_key.find(group_key(g));
-    if (b == base_by_key.end()) {
-      c.notes.push_back(g.name + ": no baseline, not judged");
-      add_early_fire_row(c, g, nullptr, o);
-      continue;
-    }
-    const Group& base = *b->second;
-    std::set<std::string> figures;
-    for (const Group* side : {&g, &base})
-      for (const Run* r : side->runs)
-        for (const auto& [f, v] : r->figures)
-          if (is_latency_figure(f) || named.count(f)) figures.insert(f);
-    bool judged_any = false;
-    std::vector<Row> rows;
-    for (const std::string& f : ordered(figures)) {
-      if (f == kEarlyFires) continue;
-      const std::vector<double> cur = values_of(g, f, "current");
-      const std::vector<double> old = values_of(base, f, baseline_name);
-      if (cur.empty() && old.empty()) continue;
-      if (cur.empty() || old.empty())
-        throw BadInput(g.name + ": \"" + f + "\" is in " + (cur.empty() ? baseline_name : std::string("current")) +
-                       " but not in " + (cur.empty() ? std::string("current") : baseline_name));
-      Row row;
-      row.group = g.name;
-      row.figure = f;
-      row.baseline = median(old);
-      row.current = median(cur);
-      const bool rate = higher_is_better(f);
-      const double change = row.baseline != 0 ? (row.current - row.baseline) / std::fabs(row.baseline)
-                            : row.current == 0 ? 0.0
-                                               : (rate ? -1.0 : 1.0) * std::numeric_limits<double>::infinity();
-      row.change = format_percent(change);
-      const Tolerance* t = nullptr;
-      if (auto it = o.tolerances.find(f); it != o.tolerances.end()) t = &it->second;
-      else if (all != o.tolerances.end() && is_latency_figure(f)) t = &all->second;
-      if (t) {
-        judged_any = true;
-        found.insert(f);
-        row.limit = format_tolerance(*t, rate);
-        bool bad;
-        // Relative slack is a share of the baseline's magnitude (a lateness may be negative).
-        const double slack = t->relative ? t->value * std::fabs(row.baseline) : t->value;
-        bad = rate ? row.current < row.baseline - slack : row.current > row.baseline + slack;
-        row.verdict = bad ? Verdict::regression : Verdict::ok;
-      } else {
-        row.note = "no tolerance";
-      }
-      rows.push_back(std::move(row));
-    }
-    if (judged_any) {
-      require_runs(g, "current", o.min_runs);
-      require_runs(base, baseline_name, o.min_runs);
-      c.rows.insert(c.rows.end(), rows.begin(), rows.end());
-    } else {
-      c.notes.push_back(g.name + ": reports none of the figures with a tolerance, not judged");
-    }
-    add_early_fire_row(c, g, &base, o);
+  c.base_column = "baseline";
+  // Machines.
+  std::set<std::string> base_machines, cur_machines;
+  for (const Run& r : baseline) if (!r.machine.empty()) base_machines.insert(r.machine);
+  for (const Run& r : current) if (!r.machine.empty()) cur_machines.insert(r.machine);
+  if (!base_machines.empty() && !cur_machines.empty() && base_machines != cur_machines) {
+    const std::string msg = "baseline measured on " + *base_machines.begin() + ", current on " + *cur_machines.begin();
+    if (!o.allow_machine_mismatch)
+      throw BadInput("machine mismatch: " + msg + " (--allow-machine-mismatch to compare anyway)");
+    c.notes.push_back("machine mismatch (allowed): " + msg);
   }
-  check_named_figures_found(named, found, "--tolerance");
+  std::vector<const Run*> bsel, csel;
+  for (const Run& r : baseline) if (selected(r, o) && (o.systems.empty() || o.systems.count(r.system))) bsel.push_back(&r);
+  for (const Run& r : current) if (selected(r, o) && (o.systems.empty() || o.systems.count(r.system))) csel.push_back(&r);
+  const std::vector<Group> bg = group_runs(bsel, o.ignore_config), cg = group_runs(csel, o.ignore_config);
+  std::set<std::string> found;
+  for (const Group& b : bg) {
+    const Group* cur = nullptr;
+    for (const Group& g : cg)
+      if (key_of(g.workload, g.system, g.parameters, g.config) == key_of(b.workload, b.system, b.parameters, b.config)) cur = &g;
+    if (!cur) throw BadInput(b.name + " is in the baseline but not in the current runs");
+    std::vector<std::string> figures;
+    for (const auto& [f, l] : o.tolerances) {
+      if (f != "all") figures.push_back(f);
+    }
+    if (o.tolerances.count("all"))
+      for (const auto& [f, v] : b.runs.front()->figures)
+        if (unit_of(f) == Unit::ns && !o.tolerances.count(f) && cur->runs.front()->figures.count(f)) figures.push_back(f);
+    for (const std::string& f : figures) {
+      const Limit& limit = o.tolerances.count(f) ? o.tolerances.at(f) : o.tolerances.at("all");
+      const std::vector<double> bv = values_of(b.runs, f, b.name + " (baseline)");
+      const std::vector<double> cv = values_of(cur->runs, f, cur->name);
+      if (bv.empty() || cv.empty()) continue;
+      found.insert(f);
+      Row row;
+      row.group = b.name;
+      row.figure = f;
+      row.unit = unit_of(f);
+      row.base = spread_of(bv);
+      row.current = spread_of(cv);
+      const bool rate = higher_is_better(f);
+      row.limit = limit_text(limit, row.unit, false);
+      // change: how much worse current is (positive: worse).
+      double worse_by = 0;
+      if (limit.kind == Limit::absolute) {
+        worse_by = rate ? row.base.median - row.current.median : row.current.median - row.base.median;
+        row.statistic = worse_by;
+      } else {
+        row.statistic = (rate ? safe_ratio(row.base.median, row.current.median) : safe_ratio(row.current.median, row.base.median)) - 1;
+        worse_by = row.statistic;
+        const auto [lo, hi] = rate ? bootstrap_ratio_ci(bv, cv, o.resamples) : bootstrap_ratio_ci(cv, bv, o.resamples);
+        row.ci_low = lo - 1;
+        row.ci_high = hi - 1;
+      }
+      row.p_value = rate ? mann_whitney_p_greater(bv, cv) : mann_whitney_p_greater(cv, bv);
+      if (bv.size() < o.min_runs || cv.size() < o.min_runs) {
+        row.verdict = Verdict::inconclusive;
+        row.note = "fewer than --min-runs " + std::to_string(o.min_runs) + " runs";
+      } else if (worse_by <= limit.value) {
+        row.verdict = Verdict::pass;
+      } else if (row.p_value < o.alpha) {
+        row.verdict = Verdict::regression;
+      } else {
+        row.verdict = Verdict::inconclusive;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "beyond the limit but not significant (p = %.3f >= %.3g)", row.p_value, o.alpha);
+        row.note = buf;
+      }
+      c.rows.push_back(std::move(row));
+    }
+    add_early_fire_rows(c, *cur, o);
+  }
+  for (const auto& [f, l] : o.tolerances)
+    if (f != "all" && !found.count(f)) throw BadInput("no judged group has the figure \"" + f + "\" on both sides");
+  if (c.count(Verdict::pass) + c.count(Verdict::regression) + c.count(Verdict::inconclusive) == 0)
+    throw BadInput("no figure was judged: check --tolerance, --workload and --system");
   return c;
 }
 
 Comparison compare_to_reference(const std::vector<Run>& current, const GateOptions& o) {
-  if (o.reference.empty()) throw BadInput("no --reference system given");
-  if (o.max_ratios.empty() && o.min_ratios.empty())
-    throw BadInput("no --max-ratio or --min-ratio given: nothing to judge against " + o.reference);
-  for (const auto& [f, r] : o.max_ratios)
-    if (higher_is_better(f)) throw BadInput("--max-ratio " + f + ": a rate is judged with --min-ratio");
-  for (const auto& [f, r] : o.min_ratios)
-    if (!higher_is_better(f)) throw BadInput("--min-ratio " + f + ": a cost (latency) is judged with --max-ratio");
+  if (o.max_ratios.empty() && o.min_ratios.empty()) throw BadInput("no --max-ratio or --min-ratio: nothing to judge");
+  for (const auto* limits : {&o.max_ratios, &o.min_ratios})
+    for (const auto& [f, l] : *limits) {
+      if (l.kind != Limit::ratio) throw BadInput("ratio limit for " + f + " must be a ratio with an x, e.g. 0.5x");
+      if (f == kEarlyFires) throw BadInput("early fires have no ratio limit");
+      if (limits == &o.max_ratios && higher_is_better(f))
+        throw BadInput("--max-ratio " + f + ": a rate (higher is better) takes --min-ratio");
+      if (limits == &o.min_ratios && !higher_is_better(f))
+        throw BadInput("--min-ratio " + f + ": only a rate (a figure named *_per_s) takes --min-ratio");
+    }
   Comparison c;
-  c.title = "against reference " + o.reference;
-  c.baseline_column = o.reference;
-
-  std::vector<const Run*> cand_runs, ref_runs;
-  for (const Run& r : current) {
-    if (r.system == o.reference) {
-      if (selected(r, o, false)) ref_runs.push_back(&r);
-    } else if (selected(r, o, true)) {
-      cand_runs.push_back(&r);
-    }
-  }
-  if (cand_runs.empty()) throw BadInput("current: no run of a system other than the reference " + o.reference);
-  const std::vector<Group> cand_groups = group_runs(cand_runs, o.ignore_config);
-  const std::vector<Group> ref_groups = group_runs(ref_runs, o.ignore_config);
-
-  auto matched = [&](const Group& cand, const Group& ref) {
-    if (cand.workload != ref.workload || cand.parameters != ref.parameters) return false;
-    for (const std::string& k : o.match) {
-      const json a = cand.config.contains(k) ? cand.config[k] : json();
-      const json b = ref.config.contains(k) ? ref.config[k] : json();
-      if (a != b) return false;
-    }
-    return true;
-  };
-
-  std::set<std::string> named, found;
-  for (const auto& [f, r] : o.max_ratios) named.insert(f);
-  for (const auto& [f, r] : o.min_ratios) named.insert(f);
-  reject_early_fire_limit(named);
-
-  for (const Group& g : cand_groups) {
-    std::vector<const Group*> refs;
-    for (const Group& r : ref_groups)
-      if (matched(g, r)) refs.push_back(&r);
-    std::set<std::string> figures;
-    for (const Run* r : g.runs)
-      for (const auto& [f, v] : r->figures)
-        if (named.count(f)) figures.insert(f);
-    if (figures.empty()) {
-      c.notes.push_back(g.name + ": reports none of the figures with a ratio limit, not judged");
-      add_early_fire_row(c, g, nullptr, o);
+  c.title = "against reference " + o.reference + " (paired by repeat)";
+  c.base_column = o.reference;
+  c.paired = true;
+  std::vector<const Run*> sel;
+  for (const Run& r : current) if (selected(r, o)) sel.push_back(&r);
+  const std::vector<Group> groups = group_runs(sel, o.ignore_config);
+  bool reference_seen = false;
+  std::set<std::string> found;
+  for (const Group& g : groups) {
+    if (g.system == o.reference) {
+      reference_seen = true;
       continue;
     }
-    if (refs.empty())
-      throw BadInput(g.name + ": no run of the reference " + o.reference + " for " + g.workload +
-                     " with the same parameters" + (o.match.empty() ? "" : " and --match keys") +
-                     ": refusing to judge");
-    if (refs.size() > 1)
-      throw BadInput(g.name + ": " + std::to_string(refs.size()) + " groups of " + o.reference + " runs for " +
-                     g.workload + " differ in config (" + refs[0]->config.dump() + " vs " + refs[1]->config.dump() +
-                     "): name the keys that pair runs with --match, or --ignore-config the others");
-    const Group& ref = *refs.front();
-    require_runs(g, "current", o.min_runs);
-    require_runs(ref, "current (reference " + o.reference + ")", o.min_runs);
-    for (const std::string& f : ordered(figures)) {
-      const std::vector<double> cur = values_of(g, f, "current");
-      const std::vector<double> base = values_of(ref, f, "current");
-      if (base.empty())
-        throw BadInput(g.name + ": the reference " + o.reference + " reports no \"" + f + "\" for " + g.workload);
-      found.insert(f);
-      Row row;
-      row.group = g.name;
-      row.figure = f;
-      row.baseline = median(base);
-      row.current = median(cur);
-      const double ratio = row.baseline != 0 ? row.current / row.baseline
-                           : row.current == 0 ? 1.0
-                                              : std::numeric_limits<double>::infinity();
-      row.change = format_ratio(ratio);
-      if (auto it = o.max_ratios.find(f); it != o.max_ratios.end()) {
-        row.limit = "<= " + format_ratio(it->second);
-        row.verdict = row.current > it->second * row.baseline ? Verdict::regression : Verdict::ok;
-      } else {
-        const double min_ratio = o.min_ratios.at(f);
-        row.limit = ">= " + format_ratio(min_ratio);
-        row.verdict = row.current < min_ratio * row.baseline ? Verdict::regression : Verdict::ok;
+    if (!o.systems.empty() && !o.systems.count(g.system)) continue;
+    const Group* ref = nullptr;
+    for (const Group& h : groups) {
+      if (h.system != o.reference || h.workload != g.workload || h.parameters != g.parameters) continue;
+      bool same = true;
+      for (const std::string& k : o.match) same &= g.config.value(k, json()) == h.config.value(k, json());
+      if (same) {
+        ref = &h;
+        break;
       }
-      c.rows.push_back(std::move(row));
     }
-    add_early_fire_row(c, g, nullptr, o);
+    if (!ref) {
+      c.notes.push_back(g.name + ": no " + o.reference + " runs of the same workload and parameters; not judged");
+      continue;
+    }
+    // Pairs: by repeat when every run carries one, else by position.
+    std::vector<std::pair<const Run*, const Run*>> pairs;
+    const bool by_repeat = std::all_of(g.runs.begin(), g.runs.end(), [](const Run* r) { return r->repeat.has_value(); }) &&
+                           std::all_of(ref->runs.begin(), ref->runs.end(), [](const Run* r) { return r->repeat.has_value(); });
+    if (by_repeat) {
+      std::map<std::int64_t, const Run*> by;
+      for (const Run* r : ref->runs)
+        if (!by.emplace(*r->repeat, r).second) throw BadInput(r->where + ": repeat " + std::to_string(*r->repeat) + " of " + ref->name + " given twice");
+      std::set<std::int64_t> mine;
+      for (const Run* r : g.runs) {
+        if (!mine.insert(*r->repeat).second) throw BadInput(r->where + ": repeat " + std::to_string(*r->repeat) + " of " + g.name + " given twice");
+        auto it = by.find(*r->repeat);
+        if (it != by.end()) pairs.emplace_back(r, it->second);
+      }
+    } else {
+      for (std::size_t k = 0; k < std::min(g.runs.size(), ref->runs.size()); ++k) pairs.emplace_back(g.runs[k], ref->runs[k]);
+    }
+    for (const auto* limits : {&o.max_ratios, &o.min_ratios})
+      for (const auto& [f, limit] : *limits) {
+        const bool rate = limits == &o.min_ratios;
+        std::vector<double> mine, theirs, ratios;
+        for (const auto& [a, b] : pairs) {
+          auto ia = a->figures.find(f), ib = b->figures.find(f);
+          if (ia == a->figures.end() || ib == b->figures.end()) continue;
+          mine.push_back(ia->second);
+          theirs.push_back(ib->second);
+          ratios.push_back(safe_ratio(ia->second, ib->second));
+        }
+        if (ratios.empty()) continue;
+        found.insert(f);
+        Row row;
+        row.group = g.name;
+        row.figure = f;
+        row.unit = unit_of(f);
+        row.base = spread_of(theirs);
+        row.current = spread_of(mine);
+        row.statistic = median(ratios);
+        const auto [lo, hi] = bootstrap_median_ci(ratios, o.resamples);
+        row.ci_low = lo;
+        row.ci_high = hi;
+        row.limit = limit_text(limit, row.unit, rate);
+        const bool within = rate ? row.statistic >= limit.value : row.statistic <= limit.value;
+        const bool surely_beyond = rate ? hi < limit.value : lo > limit.value;
+        if (ratios.size() < o.min_runs) {
+          row.verdict = Verdict::inconclusive;
+          row.note = std::to_string(ratios.size()) + " pairs, fewer than --min-runs " + std::to_string(o.min_runs);
+        } else if (within) {
+          row.verdict = Verdict::pass;
+        } else if (surely_beyond) {
+          row.verdict = Verdict::regression;
+        } else {
+          row.verdict = Verdict::inconclusive;
+          row.note = "median beyond the limit, 95% interval across it";
+        }
+        c.rows.push_back(std::move(row));
+      }
+    add_early_fire_rows(c, g, o);
   }
-  check_named_figures_found(named, found, "--max-ratio/--min-ratio");
+  if (!reference_seen) throw BadInput("the reference system \"" + o.reference + "\" has no runs in the current input");
+  for (const auto* limits : {&o.max_ratios, &o.min_ratios})
+    for (const auto& [f, l] : *limits)
+      if (!found.count(f)) throw BadInput("no judged pair has the figure \"" + f + "\"");
   return c;
+}
+
+// ---- output ------------------------------------------------------------------------------------
+
+std::string format_value(double v, Unit unit) {
+  char buf[64];
+  const double a = std::fabs(v);
+  switch (unit) {
+    case Unit::ns:
+      if (a < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", v);
+      else if (a < 1e6) std::snprintf(buf, sizeof buf, "%.3g us", v / 1e3);
+      else if (a < 1e9) std::snprintf(buf, sizeof buf, "%.3g ms", v / 1e6);
+      else std::snprintf(buf, sizeof buf, "%.3g s", v / 1e9);
+      return buf;
+    case Unit::per_s:
+      if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3g M/s", v / 1e6);
+      else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%.3g k/s", v / 1e3);
+      else std::snprintf(buf, sizeof buf, "%.3g /s", v);
+      return buf;
+    case Unit::count: std::snprintf(buf, sizeof buf, "%.6g", v); return buf;
+  }
+  return "?";
+}
+
+std::string format_percent(double f) {
+  char buf[48];
+  if (std::isinf(f)) return f > 0 ? "+inf" : "-inf";
+  if (f > 9.0) std::snprintf(buf, sizeof buf, "%.3gx", 1 + f);  // beyond +900%: the ratio reads better
+  else std::snprintf(buf, sizeof buf, "%+.1f%%", f * 100);
+  return buf;
 }
 
 namespace {
 
-const char* verdict_text(Verdict v) {
-  switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::regression: return "REGRESSION";
-    default: return "-";
-  }
+std::string spread_text(const Spread& s, Unit u) {
+  if (s.n == 0) return "-";
+  return format_value(s.median, u) + " (" + format_value(s.min, u) + " .. " + format_value(s.max, u) + ", n=" +
+         std::to_string(s.n) + ")";
 }
 
-std::vector<std::vector<std::string>> cells_of(const Comparison& c) {
-  std::vector<std::vector<std::string>> cells;
-  cells.push_back({"group", "figure", c.baseline_column, "current", "change", "limit", "verdict"});
+std::string ratio_text(double r) {
+  char buf[32];
+  if (std::isinf(r)) return "inf";
+  std::snprintf(buf, sizeof buf, "%.3gx", r);
+  return buf;
+}
+
+std::vector<std::vector<std::string>> cells(const Comparison& c) {
+  std::vector<std::vector<std::string>> out;
+  out.push_back({"group", "figure", c.base_column + " median (min .. max, n)", "current median (min .. max, n)",
+                 c.paired ? "paired ratio [95% CI]" : "change [95% CI]", c.paired ? "" : "p (U test)", "limit", "verdict",
+                 "note"});
+  if (!c.paired) out.front()[5] = "p (U test)";
   for (const Row& r : c.rows) {
-    std::string verdict = verdict_text(r.verdict);
-    if (!r.note.empty()) verdict += " (" + r.note + ")";
-    cells.push_back({r.group, r.figure, format_value(r.baseline), format_value(r.current), r.change,
-                     r.limit.empty() ? "-" : r.limit, verdict});
-  }
-  return cells;
-}
-
-std::string summary(const std::vector<Comparison>& comparisons) {
-  std::size_t judged = 0, bad = 0;
-  for (const Comparison& c : comparisons) {
-    bad += c.regressions();
-    judged += c.judged();
-  }
-  if (bad) return "kairos-gate: REGRESSION: " + std::to_string(bad) + " of " + std::to_string(judged) + " judged figures";
-  return "kairos-gate: no regression (" + std::to_string(judged) + " judged figures)";
-}
-
-std::string md_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|') out += "\\|";
-    else out += ch;
+    std::string stat;
+    if (r.figure == kEarlyFires) stat = "-";
+    else if (c.paired) stat = ratio_text(r.statistic) + " [" + ratio_text(r.ci_low) + " .. " + ratio_text(r.ci_high) + "]";
+    else if (std::isnan(r.ci_low)) stat = (r.statistic >= 0 ? "+" : "") + format_value(r.statistic, r.unit);
+    else stat = format_percent(r.statistic) + " [" + format_percent(r.ci_low) + " .. " + format_percent(r.ci_high) + "]";
+    char p[32] = "-";
+    if (!std::isnan(r.p_value)) std::snprintf(p, sizeof p, "%.3g", r.p_value);
+    out.push_back({r.group, r.figure, spread_text(r.base, r.unit), spread_text(r.current, r.unit), stat,
+                   c.paired ? "" : p, r.limit, verdict_text(r.verdict), r.note});
   }
   return out;
 }
 
+std::string summary_line(const std::vector<Comparison>& cs) {
+  std::size_t pass = 0, reg = 0, inc = 0;
+  for (const Comparison& c : cs) pass += c.count(Verdict::pass), reg += c.count(Verdict::regression), inc += c.count(Verdict::inconclusive);
+  const Verdict v = overall(cs);
+  return std::string("verdict: ") + (v == Verdict::regression ? "REGRESSION" : v == Verdict::inconclusive ? "INCONCLUSIVE" : "PASS") +
+         " (" + std::to_string(pass) + " pass, " + std::to_string(reg) + " regression, " + std::to_string(inc) + " inconclusive)";
+}
+
 }  // namespace
 
-std::string render_table(const std::vector<Comparison>& comparisons) {
+std::string render_table(const std::vector<Comparison>& cs) {
   std::ostringstream out;
-  for (const Comparison& c : comparisons) {
-    out << "kairos-gate " << c.title << '\n';
-    const auto cells = cells_of(c);
-    std::vector<std::size_t> width(cells.front().size(), 0);
-    for (const auto& row : cells)
-      for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-    for (std::size_t n = 0; n < cells.size(); ++n) {
-      const auto& row = cells[n];
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        const bool numeric = i >= 2 && i <= 4;  // right-align the numbers
-        const std::string pad(width[i] - row[i].size(), ' ');
-        out << (i ? "  " : "") << (numeric ? pad + row[i] : (i + 1 < row.size() ? row[i] + pad : row[i]));
+  for (const Comparison& c : cs) {
+    out << "kairos-gate " << c.title << "\n";
+    const auto rows = cells(c);
+    std::vector<std::size_t> w(rows.front().size(), 0);
+    for (const auto& r : rows)
+      for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (const auto& r : rows) {
+      std::string line;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        if (w[i] == 0) continue;
+        line += r[i] + std::string(w[i] - r[i].size(), ' ') + "  ";
       }
-      out << '\n';
-      if (n == 0) {
-        for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
-        out << '\n';
-      }
+      out << trim(line) << "\n";
     }
-    for (const std::string& note : c.notes) out << "note: " << note << '\n';
-    out << '\n';
+    for (const std::string& n : c.notes) out << "note: " << n << "\n";
+    out << "\n";
   }
-  out << summary(comparisons) << '\n';
+  out << summary_line(cs) << "\n";
   return out.str();
 }
 
-std::string render_markdown(const std::vector<Comparison>& comparisons) {
+std::string render_markdown(const std::vector<Comparison>& cs) {
   std::ostringstream out;
-  out << "### " << summary(comparisons) << "\n\n";
-  for (const Comparison& c : comparisons) {
-    out << "#### " << md_escape(c.title) << "\n\n";
-    const auto cells = cells_of(c);
-    for (std::size_t n = 0; n < cells.size(); ++n) {
-      out << '|';
-      for (std::size_t i = 0; i < cells[n].size(); ++i) {
-        std::string cell = md_escape(cells[n][i]);
-        if (n > 0 && i == 6 && cell == "REGRESSION") cell = "**REGRESSION**";
-        out << ' ' << cell << " |";
+  out << "### kairos-gate: " << summary_line(cs) << "\n\n";
+  for (const Comparison& c : cs) {
+    out << "**" << c.title << "**\n\n";
+    const auto rows = cells(c);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      out << "|";
+      for (const std::string& cell : rows[k]) out << " " << cell << " |";
+      out << "\n";
+      if (k == 0) {
+        out << "|";
+        for (std::size_t i = 0; i < rows[k].size(); ++i) out << (i < 2 ? "---|" : "---:|");
+        out << "\n";
       }
-      out << '\n';
-      if (n == 0) out << "|---|---|---:|---:|---:|---|---|\n";
     }
-    if (!c.notes.empty()) {
-      out << '\n';
-      for (const std::string& note : c.notes) out << "- " << md_escape(note) << '\n';
-    }
-    out << '\n';
+    for (const std::string& n : c.notes) out << "\n- " << n;
+    out << "\n\n";
   }
   return out.str();
 }

@@ -1,35 +1,47 @@
 // gate.hpp: the comparison logic of kairos-gate, the latency regression gate.
 //
-// Input:   JSON Lines. Each non-blank line is one run: a kairos-lat report
-//          ({"workload":"W3","system":"kairos-hybrid","config":{...},"parameters":{...},
-//          "p50_ns":..,"p99_ns":..,"early_fires":..,...}) or a kairos::LatencyHistogram JSON form
-//          ({"kind":"kairos.latency_histogram",...}), which then also carries "workload" and
-//          "system" or takes them from ParseOptions. Figures are the top-level numbers: the
-//          latencies p50, p90, p99, p99.9, p99.99 and max in ns (kairos-lat writes them p50_ns,
-//          p90_ns, p99_ns, p99_9_ns, p99_99_ns, max_ns; both spellings name the same figure),
-//          early_fires, and any other numeric field a limit names. Anything else is BadInput,
-//          never a pass: malformed JSON, no runs, a workload other than W1..W7, a missing
-//          workload or system, a figure the workload must report (W1: p50, p99; W3, W4: all six
-//          and early_fires) missing, a figure that is null, a string, not finite, or a negative
-//          count or rate (only a lateness percentile may be negative: an early fire).
-// Groups:  runs of the same workload, parameters, system and config (less the ignored config
-//          keys) are repeats of one measurement; each figure of a group is the median of its
-//          runs. A group judged from fewer than min_runs runs is BadInput: the gate refuses to
-//          judge. A reference group pairs with the groups of the same workload and parameters.
-// Verdicts:
-//   baseline  each figure with a tolerance is compared with the same group in a stored
-//             baseline: a cost (latency) regresses when current > baseline + t * |baseline|
-//             for a relative tolerance, or > baseline + t for an absolute one; a rate (a name
-//             ending in _per_s, or runs_per_task*) when current < baseline - t * |baseline|
-//             or < baseline - t. A baseline group missing from current is BadInput.
-//   reference each figure with a ratio limit is compared with a reference system measured in
-//             the same input: a cost regresses when current > max_ratio * reference; a rate
-//             when current < min_ratio * reference.
-//   Early fires are a correctness bug: any judged run with early_fires > 0 regresses, unless
-//   allowed.
+// Inputs (the format is found from the text, per file):
+//   - JSON Lines of kairos-lat: each line one run, {"workload":..,"system":..,"config":{..},
+//     "parameters":{..},"repeat":k,"machine":{..},"p50_ns":..,...}. Figures are the numeric
+//     top-level fields; p50_ns, p99_9_ns, max_ns, ... are read as p50, p99.9, max.
+//   - kairos::LatencyHistogram JSON lines ({"kind":"kairos.latency_histogram",...}): figures
+//     p50, p90, p99, p99.9, p99.99, max, mean, stddev, count and early_fires (below_zero).
+//   - HdrHistogram interval logs (.hlog): each interval is one run (repeat = its position), its
+//     tag (or --workload) the workload; the same figures as a histogram.
+//   - Google Benchmark JSON (--benchmark_format=json, with --benchmark_repetitions): each
+//     repetition of each benchmark is one run (aggregates are skipped); the workload is the
+//     benchmark's name, repeat its repetition_index, figures real_time and cpu_time (in ns,
+//     whatever time_unit says), items_per_second and bytes_per_second (as *_per_s), and its
+//     numeric counters.
+//   Any workload and system name is judged. Lines or files that are none of these, figures that
+//   are not finite numbers, negative counts or rates: BadInput (exit 2), never a pass.
+// Units: a figure named p<N>, max, min, mean, stddev, *_ns, real_time or cpu_time is a time in
+//   ns; *_per_s a rate (higher is better); anything else a count. Every value printed carries its
+//   unit. A limit is a percentage (15%), a time with its unit (10us; only for a time figure) or a
+//   ratio with an x (0.5x); a bare number is BadInput.
+// Groups: runs of the same workload, parameters, system and config (less ignored keys) are the
+//   repeats of one measurement.
+// Verdicts, per judged figure; the whole gate is a regression if any figure is, else
+//   inconclusive if any figure is, else a pass:
+//   reference (--reference SYSTEM, the same input): each run is paired with the reference's run
+//     of the same repeat (the k-th with the k-th when runs carry no repeat). The statistic is the
+//     median of the paired ratios run / reference, with a 95% bootstrap confidence interval.
+//     pass: median within the limit; regression: the whole interval beyond it; inconclusive:
+//     median beyond, interval across the limit, or fewer than --min-runs pairs.
+//   baseline (--baseline FILE): the current runs against the stored runs of the same group.
+//     change = median(current) / median(baseline) - 1 (a time, a count), or its inverse for a rate;
+//     a one-sided Mann-Whitney U test asks whether current is worse. pass: change within the
+//     limit; regression: change beyond it and p < alpha; inconclusive: beyond it but not
+//     significant, or fewer than --min-runs runs on a side.
+//   Early fires are a correctness bug: any judged run with early_fires > 0 is a regression,
+//   unless allowed.
+// Machine: baseline and current runs that name different machines (kairos-lat's cpu model and
+//   CPU count; Google Benchmark's host and CPU count) are BadInput unless allowed; then a note.
 // Threads: plain functions over values; no shared state.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -47,96 +59,115 @@ struct BadInput : std::runtime_error {
   using runtime_error::runtime_error;
 };
 
-// The latency figures of a kairos-lat report, in the order the gate prints them.
-inline constexpr const char* kLatencyFigures[] = {"p50", "p90", "p99", "p99.9", "p99.99", "max"};
 inline constexpr const char* kEarlyFires = "early_fires";
 
-// Figures a report of each workload must carry (WORKLOADS.md): W1 samples p50/p99 of the
-// submit cost; W3 and W4 report the full lateness distribution. Others report no latency.
-std::vector<std::string> required_figures(std::string_view workload);
-bool is_valid_workload(std::string_view workload);  // W1..W7
-bool higher_is_better(std::string_view figure);     // rates: *_per_s, runs_per_task*
-std::string figure_name(std::string_view name);     // "p99_ns" -> "p99"; others unchanged
+enum class Unit { ns, per_s, count };
+Unit unit_of(std::string_view figure);
+bool higher_is_better(std::string_view figure);  // rates
+std::string figure_name(std::string_view name);  // "p99_ns" -> "p99", "p99_9_ns" -> "p99.9"; others unchanged
 
 struct Run {
   std::string where;     // "file:line", for messages
-  std::string workload;  // W1..W7
+  std::string workload;
   std::string system;
-  nlohmann::json config = nlohmann::json::object();      // the system's configuration
-  nlohmann::json parameters = nlohmann::json::object();  // the workload's shape
-  std::map<std::string, double> figures;  // every numeric top-level field, by figure_name()
+  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json parameters = nlohmann::json::object();
+  std::optional<std::int64_t> repeat;  // which repeat of the measurement; pairs runs
+  std::string machine;                 // empty when the input does not say
+  std::map<std::string, double> figures;
 };
 
 struct ParseOptions {
-  std::string histogram_workload;  // for histogram lines that carry no "workload"
-  std::string histogram_system;    // for histogram lines that carry no "system"
+  std::string workload;  // for histograms, logs without tags: default the file's stem
+  std::string system;    // for histograms, logs and benchmarks: default "current"
 };
 
-// One run per non-blank line of text; source names the input in messages. Throws BadInput.
+// Runs of one input text (any format above); source names it in messages. Throws BadInput.
 std::vector<Run> parse_runs(std::string_view text, const std::string& source, const ParseOptions& options = {});
 // The same for a file; "-" reads standard input. Throws BadInput (also for an unreadable file).
 std::vector<Run> read_runs(const std::string& path, const ParseOptions& options = {});
 
-struct Tolerance {
-  bool relative = true;  // value is a fraction (0.15 for 15%); else an absolute amount, in ns
-  double value = 0;
+struct Limit {
+  enum Kind { relative, absolute, ratio } kind = relative;
+  double value = 0;  // a fraction (0.15), ns, or a ratio
 };
-// "15%" or "2.5%"; "500ns", "3us", "1.5ms", "1s"; a plain number for a rate figure.
-// Throws BadInput naming the text.
-Tolerance parse_tolerance(std::string_view text);
-// "p99=15%" -> {"p99", 15%}. Throws BadInput.
-std::pair<std::string, Tolerance> parse_tolerance_assignment(std::string_view text);
-// "p99=0.5" -> {"p99", 0.5}. Throws BadInput.
-std::pair<std::string, double> parse_ratio_assignment(std::string_view text);
+// "15%", "2.5%"; "500ns", "3us", "1.5ms", "1s"; "0.5x". A bare number, another unit, a
+// negative or non-finite value: BadInput naming the text.
+Limit parse_limit(std::string_view text);
+// "p99=15%" -> {"p99", 15%}; "p99=0.5x" -> {"p99", 0.5x}. Throws BadInput.
+std::pair<std::string, Limit> parse_limit_assignment(std::string_view text);
 
 struct GateOptions {
-  // -- baseline mode: figure -> tolerance; the figure "all" applies to every latency figure
-  //    that has no tolerance of its own.
-  std::map<std::string, Tolerance> tolerances;
-  // -- reference mode --
-  std::string reference;                    // system measured in the same input
-  std::map<std::string, double> max_ratios; // costs: current <= ratio * reference
-  std::map<std::string, double> min_ratios; // rates: current >= ratio * reference
+  std::map<std::string, Limit> tolerances;  // baseline mode; "all" for every time figure
+  std::string reference;                    // reference mode
+  std::map<std::string, Limit> max_ratios;  // costs: run <= ratio x reference
+  std::map<std::string, Limit> min_ratios;  // rates: run >= ratio x reference
   std::vector<std::string> match;           // config keys that pair a group with its reference
-  // -- both --
-  unsigned min_runs = 3;
-  std::set<std::string> systems;            // judge only these systems (empty: all)
-  std::set<std::string> workloads;          // judge only these workloads (empty: all)
-  std::set<std::string> ignore_config;      // config keys that do not split groups
+  unsigned min_runs = 5;
+  double alpha = 0.05;                      // significance level of the Mann-Whitney U test
+  unsigned resamples = 2000;                // bootstrap resamples (seeded: the verdict is repeatable)
+  std::set<std::string> systems, workloads, ignore_config;
   bool allow_early_fires = false;
+  bool allow_machine_mismatch = false;
 };
 
-enum class Verdict { ok, regression, info };
+enum class Verdict { pass, regression, inconclusive, info };
+const char* verdict_text(Verdict v);
+
+// A median with its spread: the smallest and largest run, and the run count.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+  std::size_t n = 0;
+};
+Spread spread_of(std::vector<double> values);
 
 struct Row {
-  std::string group;     // "W3 kairos-hybrid" (plus its config when that tells groups apart)
+  std::string group;
   std::string figure;
-  double baseline = 0;   // the baseline median, or the reference system's median
-  double current = 0;    // median of the current runs
-  std::string change;    // "+12.3%" (baseline) or "0.42x" (reference)
-  std::string limit;     // "<= +15%", "<= 0.5x"; empty when not judged
+  Unit unit = Unit::ns;
+  Spread base;           // baseline runs, or the reference's runs
+  Spread current;
+  double statistic = 0;  // reference: median paired ratio; baseline: change (a fraction)
+  double ci_low = std::numeric_limits<double>::quiet_NaN();   // 95% bootstrap interval of it
+  double ci_high = std::numeric_limits<double>::quiet_NaN();
+  double p_value = std::numeric_limits<double>::quiet_NaN();  // baseline: Mann-Whitney U
+  std::string limit;     // "<= +15%", "<= 0.5x"
   Verdict verdict = Verdict::info;
-  std::string note;      // why a row is only informative
+  std::string note;
 };
 
 struct Comparison {
-  std::string title;             // "against baseline base.jsonl", "against reference naive-stpe"
-  std::string baseline_column;   // "baseline" or "naive-stpe"
+  std::string title;
+  std::string base_column;  // "baseline" or the reference's name
+  bool paired = false;      // reference mode: statistic is a ratio
   std::vector<Row> rows;
-  std::vector<std::string> notes;  // groups that were not judged, and why
-  bool regression() const;
-  std::size_t regressions() const;
-  std::size_t judged() const;      // rows with a verdict (ok or regression)
+  std::vector<std::string> notes;
+  std::size_t count(Verdict v) const;
 };
 
-// Throws BadInput for input that cannot be judged (see the top of this file).
 Comparison compare_to_baseline(const std::vector<Run>& baseline, const std::vector<Run>& current,
                                const GateOptions& options, const std::string& baseline_name = "baseline");
 Comparison compare_to_reference(const std::vector<Run>& current, const GateOptions& options);
+// regression if any row is one, else inconclusive if any, else pass (info rows do not count).
+Verdict overall(const std::vector<Comparison>& comparisons);
 
+// ---- statistics ---------------------------------------------------------------------------
 double median(std::vector<double> values);  // of a non-empty list; the mean of the middle two
-std::string format_value(double v);         // "12345", "2493766", "12.5", "0.0523"
-std::string render_table(const std::vector<Comparison>& comparisons);     // fixed-width text
-std::string render_markdown(const std::vector<Comparison>& comparisons);  // GitHub Markdown
+// One-sided Mann-Whitney U: the probability of a rank sum of `worse` at least this large if both
+// samples came from one distribution (ties get mid-ranks; normal approximation with tie and
+// continuity correction; exact enumeration when both samples have at most 10 values).
+double mann_whitney_p_greater(const std::vector<double>& worse, const std::vector<double>& better);
+// 95% percentile bootstrap interval of the median of `values` (seeded).
+std::pair<double, double> bootstrap_median_ci(const std::vector<double>& values, unsigned resamples,
+                                              std::uint64_t seed = 1);
+// 95% bootstrap interval of median(a) / median(b), resampling each side (seeded).
+std::pair<double, double> bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<double>& b,
+                                             unsigned resamples, std::uint64_t seed = 1);
+
+// ---- output -------------------------------------------------------------------------------
+std::string format_value(double v, Unit unit);  // "812 ns", "12.5 us", "3.20 ms", "1.25 M/s", "17"
+std::string format_percent(double fraction);    // "+12.3%", "-4.0%", "+2.5e+06%" never: >1000% prints "x11.0"
+std::string render_table(const std::vector<Comparison>& comparisons);
+std::string render_markdown(const std::vector<Comparison>& comparisons);
 
 }  // namespace kairos::gate

@@ -1,0 +1,308 @@
+// hdr_codec_test.cpp: kairos/hdr_codec.hpp: the V2 encoding against vectors written by
+// HdrHistogram Java 2.1.11, round trips in-process (plain, compressed, base64, .hlog), .hgrm
+// text, histograms from stats(), bad input, and a cross-check with HdrHistogram Java at test time
+// (HdrCrossCheck.java; skipped when no JDK or no hdrhistogram.jar is installed).
+#include <kairos/hdr_codec.hpp>
+#include <kairos/kairos.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+using kairos::LatencyHistogram;
+namespace hdr = kairos::hdr;
+
+std::string hex(const std::vector<std::uint8_t>& b) {
+  std::string s;
+  char buf[4];
+  for (std::uint8_t x : b) std::snprintf(buf, sizeof buf, "%02x", x), s += buf;
+  return s;
+}
+
+bool same_buckets(const LatencyHistogram& a, const LatencyHistogram& b) {
+  for (std::size_t i = 0; i < LatencyHistogram::kBucketCount; ++i)
+    if (a.count_at_index(i) != b.count_at_index(i)) return false;
+  return a.count() == b.count();
+}
+
+// Written by HdrHistogram Java 2.1.11 (Debian libhdrhistogram-java): Histogram(1, Long.MAX_VALUE, 2)
+// holding 1, 300, 300, 1000000: encodeIntoByteBuffer (hex) and encodeIntoCompressedByteBuffer (base64).
+constexpr const char* kJavaPlainHex =
+    "1c84931300000008000000000000000200000000000000017fffffffffffffff3ff00000000000000002a70404b91702";
+constexpr const char* kJavaCompressed = "HISTFAAAACR4nJNpmSzMwMDAwQABTFCasf4/BNh/gMksZ2HZKc4EAOzjC3w=";
+constexpr const char* kJavaEmptyPlainHex =
+    "1c84931300000000000000000000000200000000000000017fffffffffffffff3ff0000000000000";
+// Histogram(1000, 3600000000000, 3) holding 5000, 5000, 123456, 2000000000 (another layout).
+constexpr const char* kJavaThreeDigits = "HISTFAAAACp4nJNpmSzMwMDAyQABzFDqBRC7GexYwGD/ASIiyHKWmanxFCMTAJjzB3M=";
+
+TEST(HdrCodec, PlainEncodingMatchesHdrHistogramJavaByteForByte) {
+  LatencyHistogram h;
+  for (std::int64_t v : {1, 300, 300, 1'000'000}) h.record(v);
+  EXPECT_EQ(hex(hdr::encode_v2(h)), kJavaPlainHex);
+  EXPECT_EQ(hex(hdr::encode_v2(LatencyHistogram{})), kJavaEmptyPlainHex);
+}
+
+TEST(HdrCodec, DecodesWhatHdrHistogramJavaWrote) {
+  const LatencyHistogram h = hdr::from_base64(kJavaCompressed);
+  LatencyHistogram expected;
+  for (std::int64_t v : {1, 300, 300, 1'000'000}) expected.record(v);
+  EXPECT_TRUE(same_buckets(h, expected));
+  EXPECT_EQ(h.count(), 4u);
+  EXPECT_EQ(h.min(), 1);
+  EXPECT_EQ(h.max(), LatencyHistogram::highest_equivalent(LatencyHistogram::bucket_index(1'000'000)));
+
+  // Another layout: each of its buckets lands in ours at its middle value.
+  const LatencyHistogram three = hdr::from_base64(kJavaThreeDigits);
+  EXPECT_EQ(three.count(), 4u);
+  EXPECT_GE(three.value_at_percentile(50), 4608);  // Java's bucket of 5000 is [4608, 5119]
+  EXPECT_LE(three.value_at_percentile(50), 5119 + 5119 / 128);
+  EXPECT_NEAR(static_cast<double>(three.max()), 2e9, 2e9 / 100);
+}
+
+TEST(HdrCodec, RoundTripsInProcess) {
+  std::mt19937_64 rng(21);
+  std::lognormal_distribution<double> d(9.0, 2.5);
+  for (int trial = 0; trial < 20; ++trial) {
+    auto h = std::make_unique<LatencyHistogram>();
+    const int n = trial == 0 ? 0 : 1 + static_cast<int>(rng() % 20'000);
+    for (int i = 0; i < n; ++i) h->record(static_cast<std::int64_t>(std::min(d(rng), 9e18)));
+    if (trial == 1) h->record(LatencyHistogram::kMaxValue, 3);
+    if (trial == 2) h->record(0, 1'000'000'000'000ull);  // a count that needs a long varint
+    for (const auto& bytes : {hdr::encode_v2(*h), hdr::encode_v2_compressed(*h)}) {
+      const LatencyHistogram back = hdr::decode(bytes);
+      EXPECT_TRUE(same_buckets(back, *h)) << trial;
+      for (double p : {50.0, 99.0, 99.9}) EXPECT_EQ(back.value_at_percentile(p), h->value_at_percentile(p)) << p;
+      EXPECT_EQ(hdr::encode_v2(back), hdr::encode_v2(*h));
+    }
+    EXPECT_TRUE(same_buckets(hdr::from_base64(hdr::to_base64(*h)), *h));
+  }
+}
+
+TEST(HdrCodec, NegativeSamplesAreLeftOut) {
+  LatencyHistogram h;
+  h.record(-10);
+  h.record(500);
+  const LatencyHistogram back = hdr::from_base64(hdr::to_base64(h));
+  EXPECT_EQ(back.count(), 1u);
+  EXPECT_EQ(back.below_zero(), 0u);
+}
+
+TEST(HdrCodec, Base64KnownVectorsAndErrors) {
+  const std::vector<std::uint8_t> bytes = {'f', 'o', 'o', 'b', 'a', 'r'};
+  EXPECT_EQ(hdr::base64_encode(std::span(bytes).first(0)), "");
+  EXPECT_EQ(hdr::base64_encode(std::span(bytes).first(1)), "Zg==");
+  EXPECT_EQ(hdr::base64_encode(std::span(bytes).first(2)), "Zm8=");
+  EXPECT_EQ(hdr::base64_encode(bytes), "Zm9vYmFy");
+  EXPECT_EQ(hdr::base64_decode("Zm9vYg=="), std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 4));
+  for (const char* bad : {"Zm9", "Zm9v!mFy", "Zg==Zg==", "=Zg="})
+    EXPECT_THROW(hdr::base64_decode(bad), std::invalid_argument) << bad;
+}
+
+TEST(HdrCodec, RejectsWhatIsNotAnEncoding) {
+  LatencyHistogram h;
+  h.record(1234);
+  std::vector<std::uint8_t> plain = hdr::encode_v2(h), packed = hdr::encode_v2_compressed(h);
+  for (std::size_t n = 0; n < plain.size(); ++n)
+    EXPECT_THROW(hdr::decode(std::span(plain).first(n)), std::invalid_argument) << n;
+  for (std::size_t n = 0; n < packed.size(); ++n)
+    EXPECT_THROW(hdr::decode(std::span(packed).first(n)), std::invalid_argument) << n;
+  std::vector<std::uint8_t> cookie = plain;
+  cookie[3] = 0x11;  // V1's cookie base
+  EXPECT_THROW(hdr::decode(cookie), std::invalid_argument);
+  std::vector<std::uint8_t> corrupt = packed;
+  corrupt[10] ^= 0xff;
+  EXPECT_THROW(hdr::decode(corrupt), std::invalid_argument);
+  LatencyHistogram target;
+  target.record(5);
+  EXPECT_THROW(hdr::decode(cookie, target), std::invalid_argument);
+  EXPECT_TRUE(target.empty());
+}
+
+TEST(HdrCodec, IntervalLogRoundTripsWithTags) {
+  std::stringstream log;
+  hdr::HlogWriter writer(log, 1'700'000'000.0);
+  std::vector<LatencyHistogram> written(3);
+  for (int k = 0; k < 3; ++k) {
+    for (int i = 0; i <= k * 100; ++i) written[k].record(1000 + 37 * i);
+    writer.write(written[k], k * 1.0, 1.0, k == 2 ? "order-send" : "");
+  }
+  EXPECT_THROW(writer.write(written[0], 0, 1, "a,b"), std::invalid_argument);
+  const std::string text = log.str();
+  EXPECT_EQ(text.rfind("#[Histogram log format version 1.3]\n#[StartTime: 1700000000.000", 0), 0u) << text;
+  EXPECT_NE(text.find("\nTag=order-send,2.000,1.000,"), std::string::npos) << text;
+  std::istringstream in(text);
+  const hdr::Hlog back = hdr::read_hlog(in);
+  EXPECT_DOUBLE_EQ(back.start_time_s, 1'700'000'000.0);
+  ASSERT_EQ(back.intervals.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_TRUE(same_buckets(back.intervals[k].histogram, written[k])) << k;
+    EXPECT_DOUBLE_EQ(back.intervals[k].start_s, k * 1.0);
+  }
+  EXPECT_EQ(back.intervals[2].tag, "order-send");
+  EXPECT_EQ(back.intervals[0].tag, "");
+  for (const char* bad : {"1.0,2.0\n", "x,1.0,2.0,HISTFAAA\n", "0.0,1.0,0.1,notbase64!\n"}) {
+    std::istringstream b(bad);
+    EXPECT_THROW(hdr::read_hlog(b), std::invalid_argument) << bad;
+  }
+}
+
+TEST(HdrCodec, PercentileDistributionText) {
+  LatencyHistogram h;
+  for (int i = 1; i <= 1000; ++i) h.record(i * 1000);  // 1 us .. 1 ms
+  std::ostringstream out;
+  hdr::write_hgrm(out, h);
+  const std::string text = out.str();
+  EXPECT_EQ(text.rfind("       Value     Percentile TotalCount 1/(1-Percentile)\n\n", 0), 0u) << text;
+  // Each line: the highest value of the bucket where the cumulative count reaches the percentile.
+  auto line = [&](std::int64_t value, double fraction, int cumulative) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%12.3f %1.12f %10d %14.2f\n",
+                  LatencyHistogram::highest_equivalent(LatencyHistogram::bucket_index(value)) / 1000.0, fraction,
+                  cumulative, 1 / (1 - fraction));
+    return std::string(buf);
+  };
+  EXPECT_NE(text.find(line(1000, 0.0, 1)), std::string::npos) << line(1000, 0.0, 1) << text;
+  EXPECT_NE(text.find(line(500'000, 0.5, 501)), std::string::npos) << line(500'000, 0.5, 501) << text;  // 500..503 us share a bucket
+  // The last line is 100% with every sample, at max.
+  EXPECT_NE(text.find("1000.000 1.000000000000       1000\n#[Mean"), std::string::npos) << text;
+  char footer[200];
+  std::snprintf(footer, sizeof footer, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n#[Max     = %12.3f, Total count    = %12d]\n",
+                h.mean() / 1000, h.stddev() / 1000, 1000.0, 1000);
+  EXPECT_NE(text.find(footer), std::string::npos) << text;
+  // Percentile steps shrink as they near 100%: 10% apart below 50%, 5% up to 75%, ... so far more
+  // than 5 lines fall between 99% and 100%.
+  EXPECT_NE(text.find(" 0.550000000000 "), std::string::npos) << text;
+  int above_99 = 0;
+  for (std::size_t at = text.find(" 0.99"); at != std::string::npos; at = text.find(" 0.99", at + 1)) ++above_99;
+  EXPECT_GT(above_99, 5) << text;
+}
+
+TEST(HdrCodec, StatsLatenessEncodes) {
+  kairos::Scheduler s;
+  std::vector<kairos::ScheduledFuture<void>> fs;
+  for (int i = 0; i < 50; ++i) fs.push_back(s.schedule([] {}, std::chrono::microseconds(100 + i)));
+  for (auto& f : fs) f.get();
+  const LatencyHistogram lateness = s.stats().total().lateness;
+  ASSERT_EQ(lateness.count() + lateness.below_zero(), 50u);
+  EXPECT_TRUE(same_buckets(hdr::from_base64(hdr::to_base64(lateness)), lateness));
+}
+
+// ---- across to HdrHistogram Java -----------------------------------------------------------
+
+struct Java {
+  std::filesystem::path dir;
+  std::string classpath;
+  std::string why_not;  // empty when usable
+};
+
+Java& java() {
+  static Java j = [] {
+    Java r;
+    std::string jar;
+    for (const char* p : {"/usr/share/java/hdrhistogram.jar", "/usr/share/java/HdrHistogram.jar"})
+      if (std::filesystem::exists(p)) jar = p;
+    if (jar.empty()) {
+      r.why_not = "no hdrhistogram.jar (apt-get install libhdrhistogram-java)";
+      return r;
+    }
+    if (std::system("javac -version > /dev/null 2>&1") != 0 || std::system("java -version > /dev/null 2>&1") != 0) {
+      r.why_not = "no JDK (javac, java)";
+      return r;
+    }
+    r.dir = std::filesystem::temp_directory_path() / ("kairos-hdr-java-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(r.dir);
+    const std::string cmd = "javac -cp " + jar + " -d " + r.dir.string() + " " + KAIROS_HDR_JAVA_SOURCE + " 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      r.why_not = "javac could not compile HdrCrossCheck.java";
+      return r;
+    }
+    r.classpath = jar + ":" + r.dir.string();
+    return r;
+  }();
+  return j;
+}
+
+std::string run_java(const std::string& args) {
+  const std::string cmd = "java -cp " + java().classpath + " HdrCrossCheck " + args;
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    EXPECT_EQ(::pclose(p), 0) << cmd;
+  }
+  return out;
+}
+
+std::string figures(const LatencyHistogram& h) {
+  // What HdrCrossCheck prints: count min max mean p50 p99 p99.9, with HdrHistogram's conventions
+  // (values at the highest value of their bucket).
+  auto at = [&](double p) {
+    const auto v = h.value_at_percentile(p);
+    return LatencyHistogram::highest_equivalent(LatencyHistogram::bucket_index(v));
+  };
+  double mean = 0;
+  for (std::size_t i = 0; i < LatencyHistogram::kBucketCount; ++i) {
+    const auto lo = LatencyHistogram::lowest_equivalent(i), hi = LatencyHistogram::highest_equivalent(i);
+    mean += static_cast<double>(h.count_at_index(i)) * static_cast<double>(lo + (hi - lo + 1) / 2);
+  }
+  mean /= static_cast<double>(h.count());
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%llu %lld %lld %.3f %lld %lld %lld\n", static_cast<unsigned long long>(h.count()),
+                static_cast<long long>(LatencyHistogram::lowest_equivalent(LatencyHistogram::bucket_index(h.min()))),
+                static_cast<long long>(LatencyHistogram::highest_equivalent(LatencyHistogram::bucket_index(h.max()))),
+                mean, static_cast<long long>(at(50)), static_cast<long long>(at(99)), static_cast<long long>(at(99.9)));
+  return buf;
+}
+
+TEST(HdrCodecJava, JavaReadsKairosEncodingAndLogAndKairosReadsJava) {
+  if (!java().why_not.empty()) GTEST_SKIP() << "HdrHistogram Java cross-check skipped: " << java().why_not;
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> d(8.0, 1.5);
+  std::vector<LatencyHistogram> parts(3);
+  LatencyHistogram all;
+  std::string values;
+  for (auto& h : parts)
+    for (int i = 0; i < 2000; ++i) {
+      const auto v = static_cast<std::int64_t>(d(rng));
+      h.record(v);
+      all.record(v);
+    }
+  // One histogram, V2 compressed base64, decoded by Java.
+  EXPECT_EQ(run_java("decode " + hdr::to_base64(parts[0])), figures(parts[0]));
+  // An interval log read by HistogramLogReader: every interval, their sum and the tag.
+  const auto path = java().dir / "kairos.hlog";
+  {
+    std::ofstream f(path);
+    hdr::HlogWriter w(f);
+    for (std::size_t k = 0; k < parts.size(); ++k) w.write(parts[k], static_cast<double>(k), 1.0, k == 1 ? "order-send" : "");
+  }
+  EXPECT_EQ(run_java("log " + path.string()), figures(all) + "3 order-send\n");
+  // Java's encoding of values, read here.
+  std::string args;
+  LatencyHistogram small;
+  for (int i = 0; i < 200; ++i) {
+    const auto v = static_cast<std::int64_t>(d(rng));
+    small.record(v);
+    args += " " + std::to_string(v);
+  }
+  std::string b64 = run_java("encode" + args);
+  while (!b64.empty() && b64.back() == '\n') b64.pop_back();
+  EXPECT_TRUE(same_buckets(hdr::from_base64(b64), small));
+  std::string plain = run_java("plain" + args);
+  EXPECT_EQ(plain, hex(hdr::encode_v2(small)) + "\n");
+}
+
+}  // namespace

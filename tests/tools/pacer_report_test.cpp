@@ -1,0 +1,104 @@
+// pacer_report_test.cpp: the Pacer's service-time and start-lag histograms beside the response
+// time, the warm-up, the intended start passed to f, the report printer, a report as an .hlog,
+// and the pacing error at 100,000 calls/s (printed, bounded generously).
+#include <kairos/hdr_codec.hpp>
+#include <kairos/kairos.hpp>
+#include <kairos/pacer.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::int64_t spin_for(std::chrono::nanoseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  std::int64_t n = 0;
+  while (std::chrono::steady_clock::now() < until) ++n;
+  return n;
+}
+
+TEST(PacerReport, ServiceTimeBesideResponseTimeAndIntendedStartGiven) {
+  kairos::Scheduler s{kairos::Options{.wait = kairos::WaitPolicy::spin()}};
+  kairos::Pacer pacer{s};
+  std::vector<std::int64_t> lag;  // start minus the intended start f was given
+  // Every 10th call takes 3 ms at a 1 ms period: the calls behind it wait (response) but do not
+  // take longer themselves (service).
+  const kairos::PacerReport r = pacer.run_count(
+      [&](std::uint64_t n, kairos::SteadyClock::time_point intended) {
+        lag.push_back((kairos::SteadyClock::now() - intended).count());
+        if (n % 10 == 9) spin_for(3ms);
+      },
+      1ms, 40);
+  ASSERT_EQ(r.calls, 40u);
+  ASSERT_EQ(lag.size(), 40u);
+  for (std::int64_t l : lag) EXPECT_GE(l, 0);  // never before its intended start
+  EXPECT_EQ(r.service.count(), 40u);
+  EXPECT_EQ(r.start_lag.count(), 40u);
+  EXPECT_GE(r.service.max(), 3'000'000);
+  EXPECT_GE(r.histogram.value_at_percentile(90), 1'000'000);  // waited behind a slow call
+  EXPECT_LT(r.service.value_at_percentile(50), 1'000'000);    // its own work is tiny
+  EXPECT_GE(r.start_lag.max(), 1'000'000);
+  EXPECT_EQ(r.max_behind.count(), r.start_lag.max());
+  const std::string text = kairos::format_report(r);
+  for (const char* s : {"40 calls (+0 warm-up)", "response (corrected)", "service (uncorrected)", "start lag",
+                        "response time spectrum (us)", "1/(1-Percentile)"})
+    EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+}
+
+TEST(PacerReport, WarmupCallsAreMadeButNotReported) {
+  kairos::Scheduler s;
+  kairos::Pacer pacer{s};
+  pacer.set_warmup(5);
+  std::vector<std::uint64_t> seen;
+  const kairos::PacerReport r = pacer.run_count([&](std::uint64_t n) {
+    seen.push_back(n);
+    if (n < 5) spin_for(20ms);  // slow warm-up calls: none of this may show in the report
+  }, 1ms, 10);
+  EXPECT_EQ(seen.size(), 15u);
+  EXPECT_EQ(r.calls, 10u);
+  EXPECT_EQ(r.warmup_calls, 5u);
+  EXPECT_EQ(r.histogram.count(), 10u);
+  EXPECT_LT(r.service.max(), 20'000'000);
+}
+
+TEST(PacerReport, ReportAsIntervalLog) {
+  kairos::Scheduler s;
+  kairos::Pacer pacer{s};
+  const kairos::PacerReport r = pacer.run_count([] {}, 200us, 50);
+  std::stringstream log;
+  kairos::hdr::HlogWriter w(log);
+  w.write(r.histogram, 0, 0.01, "response");
+  w.write(r.service, 0, 0.01, "service");
+  const kairos::hdr::Hlog back = kairos::hdr::read_hlog(log);
+  ASSERT_EQ(back.intervals.size(), 2u);
+  EXPECT_EQ(back.intervals[0].histogram.count(), 50u);
+  EXPECT_EQ(back.intervals[1].tag, "service");
+}
+
+TEST(PacerReport, PacingErrorAt100kCallsPerSecond) {
+  kairos::Scheduler s{kairos::Options{.wait = kairos::WaitPolicy::spin()}};
+  kairos::Pacer pacer{s};
+  pacer.set_warmup(10'000);
+  const kairos::PacerReport r = pacer.run_for([] {}, kairos::Pacer::period_for_rate(100'000), 2s);
+  const auto& e = r.start_lag;
+  std::printf("pacing error at 100k calls/s (start - intended, empty callee, %llu calls): p50 %lld ns, p99 %lld ns, "
+              "p99.9 %lld ns, max %lld ns; achieved %.0f calls/s\n",
+              static_cast<unsigned long long>(e.count()), static_cast<long long>(e.value_at_percentile(50)),
+              static_cast<long long>(e.value_at_percentile(99)), static_cast<long long>(e.value_at_percentile(99.9)),
+              static_cast<long long>(e.max()), r.achieved_rate);
+  RecordProperty("pacing_error_p50_ns", std::to_string(e.value_at_percentile(50)));
+  RecordProperty("pacing_error_p99_ns", std::to_string(e.value_at_percentile(99)));
+  RecordProperty("pacing_error_max_ns", std::to_string(e.max()));
+  EXPECT_EQ(r.calls, 200'000u);
+  EXPECT_EQ(e.below_zero(), 0u);  // never early
+  EXPECT_LT(e.value_at_percentile(50), 1'000'000);  // generous: a loaded 2-core machine
+}
+
+}  // namespace
