@@ -27,13 +27,14 @@ template <class T>
 class ScheduledFuture {
  public:
   ScheduledFuture() noexcept = default;
-  ScheduledFuture(const ScheduledFuture& o) noexcept : node_(o.node_), clock_(o.clock_) {
+  ScheduledFuture(const ScheduledFuture& o) noexcept : node_(o.node_), core_(o.core_), clock_(o.clock_) {
     if (node_) detail::add_ref(node_);
   }
   ScheduledFuture(ScheduledFuture&& o) noexcept
-      : node_(std::exchange(o.node_, nullptr)), clock_(o.clock_) {}
+      : node_(std::exchange(o.node_, nullptr)), core_(o.core_), clock_(o.clock_) {}
   ScheduledFuture& operator=(ScheduledFuture o) noexcept {
     std::swap(node_, o.node_);
+    std::swap(core_, o.core_);
     std::swap(clock_, o.clock_);
     return *this;
   }
@@ -53,14 +54,14 @@ class ScheduledFuture {
         if constexpr (std::is_void_v<T>) {
           return;
         } else if constexpr (std::is_copy_constructible_v<T>) {
-          return node_->value;
+          return value();
         } else {
           if (node_->state.fetch_or(detail::kMovedOut, std::memory_order_acq_rel) & detail::kMovedOut)
             throw std::future_error(std::future_errc::future_already_retrieved);
-          return std::move(node_->value);
+          return std::move(value());
         }
       case detail::kExceptional:
-        std::rethrow_exception(node_->error);
+        std::rethrow_exception(detail::stored_error(node_));
       default:
         throw CancelledError("kairos: the task was cancelled");
     }
@@ -79,7 +80,7 @@ class ScheduledFuture {
   // True iff this call cancelled the task (it had not completed). A running task's future
   // completes as cancelled at once; with may_interrupt_if_running its stop token is requested.
   bool cancel(bool may_interrupt_if_running = false) noexcept {
-    return node_ && detail::cancel_task(node_, may_interrupt_if_running);
+    return node_ && detail::cancel_task(node_, core_, may_interrupt_if_running);
   }
   bool is_done() const noexcept {
     return node_ && detail::is_terminal(node_->state.load(std::memory_order_acquire));
@@ -100,13 +101,18 @@ class ScheduledFuture {
  private:
   template <class Clock>
   friend class BasicScheduler;
-  using Node = detail::ResultSlot<T>;
-  ScheduledFuture(Node* adopted, const ManualClock* clock) noexcept : node_(adopted), clock_(clock) {}
+  ScheduledFuture(detail::TaskBase* adopted, detail::SchedulerCore* core, const ManualClock* clock) noexcept
+      : node_(adopted), core_(core), clock_(clock) {}
   void check() const {
     if (!node_) throw std::future_error(std::future_errc::no_state);
   }
+  // The result a completed run stored (read after an acquire of kNormal).
+  std::add_lvalue_reference_t<T> value() const noexcept {
+    return *static_cast<std::add_pointer_t<T>>(node_->ops->result(node_));
+  }
 
-  Node* node_ = nullptr;
+  detail::TaskBase* node_ = nullptr;
+  detail::SchedulerCore* core_ = nullptr;  // used by cancel() only while the task is attached
   const ManualClock* clock_ = nullptr;
 };
 

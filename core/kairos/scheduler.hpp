@@ -60,13 +60,13 @@ class BasicScheduler {
   template <class F, class Rep, class Period>
   auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
     Deadline d = deadline_after(delay);
-    return submit_one(std::forward<F>(f), d.ns, d.flags);
+    return submit_one(std::forward<F>(f), d);
   }
   // One-shot task at an absolute deadline on this scheduler's clock (a past one runs at once).
   template <class F>
   auto schedule_at(F&& f, time_point deadline) {
     std::int64_t d = detail::to_ns_saturated(deadline.time_since_epoch());
-    return submit_one(std::forward<F>(f), d, 0);
+    return submit_one(std::forward<F>(f), Deadline{d, false});
   }
   // Run n is due at first + n * period; late runs start at once, one after another (catch-up).
   template <class F, class R1, class P1, class R2, class P2>
@@ -84,13 +84,13 @@ class BasicScheduler {
   template <class F>
   void execute(F&& f) {
     check_callable(f);
+    Deadline d = deadline_after(Duration::zero());
     auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture);
-    n->core = core_.get();
-    core_->submit(n, deadline_after(Duration::zero()).ns);
+    core_->submit(n, d.ns, d.never);
   }
   template <class F>
   auto submit(F&& f) {
-    return submit_one(std::forward<F>(f), deadline_after(Duration::zero()).ns, 0);
+    return submit_one(std::forward<F>(f), deadline_after(Duration::zero()));
   }
 
   void shutdown() { core_->shutdown(); }
@@ -147,7 +147,7 @@ class BasicScheduler {
 
   struct Deadline {
     std::int64_t ns;
-    std::uint8_t flags;  // kNever when the delay reaches past the clock's range
+    bool never;  // the delay reaches past the clock's range
   };
   template <class Rep, class Period>
   Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
@@ -157,20 +157,19 @@ class BasicScheduler {
     std::int64_t deadline;
     // Past the clock's range (or Duration::max()): never. Exactly at the end of a ManualClock's
     // time: due then.
-    if (__builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs) return {detail::kMaxNs, detail::kNever};
-    return {deadline, 0};
+    if (__builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs) return {detail::kMaxNs, true};
+    return {deadline, false};
   }
 
   template <class F>
-  auto submit_one(F&& f, std::int64_t deadline, std::uint8_t flags) {
+  auto submit_one(F&& f, Deadline deadline) {
     check_callable(f);
-    auto* n = detail::make_node<false>(std::forward<F>(f), flags);
+    auto* n = detail::make_node<false>(std::forward<F>(f), 0);
     using R = detail::call_result_t<std::decay_t<F>>;
-    n->core = core_.get();
     n->refs.store(2, std::memory_order_relaxed);  // the scheduler's and the future's; published
                                                   // by the inbox enqueue (release)
-    ScheduledFuture<R> fut(n, clock_ptr());
-    core_->submit(n, deadline);
+    ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
+    core_->submit(n, deadline.ns, deadline.never);
     return fut;
   }
 
@@ -182,12 +181,11 @@ class BasicScheduler {
     std::int64_t p = detail::to_ns_saturated(period);
     if (p <= 0) throw std::invalid_argument(std::string("kairos: periodic task needs a ") + what + " > 0");
     Deadline deadline = deadline_after(initial_delay);
-    auto* n = detail::make_node<true>(std::forward<F>(f), static_cast<std::uint8_t>(flags | deadline.flags));
+    auto* n = detail::make_node<true>(std::forward<F>(f), flags);
     n->period = p;
-    n->core = core_.get();
     n->refs.store(2, std::memory_order_relaxed);
-    ScheduledFuture<void> fut(n, clock_ptr());
-    core_->submit(n, deadline.ns);
+    ScheduledFuture<void> fut(n, core_.get(), clock_ptr());
+    core_->submit(n, deadline.ns, deadline.never);
     return fut;
   }
 

@@ -14,12 +14,12 @@ namespace kairos::detail {
 
 class TimerHeap {
  public:
-  // Equal deadlines: submission order, except that a task never due (kNever, whose deadline is
-  // the largest) sorts after one that falls due at the end of a ManualClock's time.
+  // Equal deadlines: submission order (seq), except that a task never due (kNeverBit, bit 63 of
+  // seq; its deadline is the largest) sorts after one that falls due at the end of a
+  // ManualClock's time.
   static bool before(const TaskBase* a, const TaskBase* b) noexcept {
     if (a->deadline != b->deadline) return a->deadline < b->deadline;
-    bool an = a->flags & kNever, bn = b->flags & kNever;
-    return an != bn ? bn : a->seq < b->seq;
+    return a->seq < b->seq;
   }
 
   bool empty() const noexcept { return v_.empty(); }

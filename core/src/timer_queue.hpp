@@ -45,7 +45,7 @@ class TimerQueue {
 
   // now: the clock when the caller looked. True iff t became the earliest.
   bool push(TaskBase* t, std::int64_t now) {
-    if (t->deadline <= now && !(t->flags & kNever) && (fifo_size_ == 0 || !TimerHeap::before(t, fifo_back()))) {
+    if (t->deadline <= now && !t->never_due() && (fifo_size_ == 0 || !TimerHeap::before(t, fifo_back()))) {
       if (fifo_size_ == fifo_.size()) grow();
       fifo_[(head_ + fifo_size_) & (fifo_.size() - 1)] = t;
       ++fifo_size_;

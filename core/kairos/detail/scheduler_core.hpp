@@ -29,14 +29,15 @@ class SchedulerCore {
   std::int64_t now_ns() const noexcept { return manual_ ? manual_->now_ns() : steady_now_ns(); }
   ManualClock* manual_clock() const noexcept { return manual_; }
 
-  // Takes over the caller's scheduler reference on t, due at `deadline`. Applies the rejection
-  // policy: throws RejectedExecution (abort), completes t as cancelled (discard), or runs it in
-  // the caller (caller_runs). Lock-free unless rejected under discard_oldest.
-  virtual void submit(TaskBase* t, std::int64_t deadline) = 0;
-  // A cancel that won kPending -> kCancelled|kPin on an attached task: posts the remove request
-  // (remove-on-cancel) and clears the pin.
-  virtual void on_cancelled(TaskBase* t) noexcept = 0;
-  // cancel(true) on a running task, and shutdown_now: ask a running execution to stop.
+  // Takes over the caller's scheduler reference on t, due at `deadline` (never due if `never`).
+  // Applies the rejection policy: throws RejectedExecution (abort), completes t as cancelled
+  // (discard), or runs it in the caller (caller_runs). Lock-free unless rejected under
+  // discard_oldest.
+  virtual void submit(TaskBase* t, std::int64_t deadline, bool never) = 0;
+  // A cancel that won kPending -> kCancelled|kPin on an attached task (`queued`: the leader had
+  // accepted it): counts it out and posts a remove request under remove-on-cancel, then clears
+  // the pin. The task is attached, so this scheduler is alive until the pin clears.
+  virtual void on_cancelled(TaskBase* t, bool queued) noexcept = 0;
 
   virtual void shutdown() = 0;
   virtual std::vector<TaskBase*> shutdown_now() = 0;  // references now owned by the caller
@@ -63,7 +64,9 @@ class SchedulerCore {
 void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_uncaught) noexcept;
 // Completes an orphaned task's future as cancelled.
 void drop_orphan(TaskBase* t) noexcept;
-// Cancels t (ScheduledFuture::cancel). True iff this call moved it to kCancelled.
-bool cancel_task(TaskBase* t, bool may_interrupt_if_running) noexcept;
+// Cancels t (ScheduledFuture::cancel); `core` is the scheduler it was submitted to (touched only
+// while t is attached). True iff this call moved it to kCancelled. A cancel that wins destroys
+// the callable if the task will never run again (no kairos lock held).
+bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running) noexcept;
 
 }  // namespace kairos::detail

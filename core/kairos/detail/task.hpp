@@ -1,6 +1,8 @@
 // task.hpp: the task node every submission becomes, and its state machine.
-// Memory:  one pooled allocation per task (task_pool.hpp). The callable lives inside the node,
-//          so a capture-less one-shot task is a 56-byte node; 48 bytes of captures fit in 112.
+// Memory:  one pooled allocation per task (task_pool.hpp): a 40-byte TaskBase, then the callable.
+//          A one-shot task keeps its callable and its result in one union: the callable is
+//          destroyed when the run ends, before the result is stored, so a capture-less or
+//          one-pointer one-shot task is a 48-byte node.
 // Owners:  an intrusive reference count. The scheduler holds one reference from submission until
 //          the task leaves it (ran, removed, drained); every ScheduledFuture/Task holds one.
 // State:   `state` is the single word every thread agrees on (and the futex waiters sleep on):
@@ -12,9 +14,19 @@
 //         +--shutdown_now--> kOrphan --Task::run--> kRunning; Task dropped --> kCancelled
 //
 //   Every transition is a CAS, so cancel racing a start, a completion, or shutdown_now has exactly
-//   one winner. Flags beside the state: kPin (a canceller is inside the shard to post a remove
-//   request; whoever detaches the task from the shard waits for it to clear), kWaiters (a thread
-//   sleeps on the futex: the completer must wake it), kMovedOut (a move-only result was taken).
+//   one winner. Flags beside the state:
+//     kQueued   the shard's leader accepted the task into its timer queue (a CAS from kPending);
+//               a cancel that wins before it posts nothing: the leader drops the node when it
+//               drains it. A cancel that sees kQueued posts a remove request (remove-on-cancel).
+//     kPin      a canceller is inside the shard (counting, posting its request); whoever
+//               detaches the task from the shard waits for it to clear.
+//     kRemoved  the task left the pending count when it was cancelled (remove-on-cancel, or
+//               discard_oldest): whoever drops it later must not count it again.
+//     kWaiters  a thread sleeps on the futex: the completer must wake it.
+//     kMovedOut a move-only result was taken.
+// Callable: destroyed by whoever ends the task's runs, with no kairos lock held: the runner after
+//          a one-shot run (or a periodic task's last), the canceller that won from kPending or
+//          kOrphan. So captures are released as soon as the task can no longer run.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -30,8 +42,6 @@
 
 namespace kairos::detail {
 
-class SchedulerCore;
-
 inline constexpr std::uint32_t kPending = 0;
 inline constexpr std::uint32_t kRunning = 1;
 inline constexpr std::uint32_t kNormal = 2;
@@ -39,49 +49,62 @@ inline constexpr std::uint32_t kExceptional = 3;
 inline constexpr std::uint32_t kCancelled = 4;
 inline constexpr std::uint32_t kOrphan = 5;
 inline constexpr std::uint32_t kStateMask = 7;
+inline constexpr std::uint32_t kQueued = 1u << 3;
 inline constexpr std::uint32_t kPin = 1u << 4;
 inline constexpr std::uint32_t kWaiters = 1u << 5;
 inline constexpr std::uint32_t kMovedOut = 1u << 6;
+inline constexpr std::uint32_t kRemoved = 1u << 7;
 
 constexpr bool is_terminal(std::uint32_t s) noexcept {
   s &= kStateMask;
   return s == kNormal || s == kExceptional || s == kCancelled;
 }
 
-// TaskBase::flags
+// TaskBase::flags: fixed when the node is built, read-only once published.
 inline constexpr std::uint8_t kPeriodic = 1;
 inline constexpr std::uint8_t kFixedDelay = 2;
 inline constexpr std::uint8_t kStoppable = 4;
 inline constexpr std::uint8_t kNoFuture = 8;  // execute(): exceptions go to on_uncaught
-inline constexpr std::uint8_t kNever = 16;    // its deadline lies past the clock's range: never due
+
+// TaskBase::life: what the node's storage holds. Written by the one thread that owns the run
+// (or won the cancel), read by the last owner and by get() after an acquire of a final state.
+inline constexpr std::uint8_t kCallableLive = 1;
+inline constexpr std::uint8_t kHasValue = 2;
+inline constexpr std::uint8_t kHasError = 4;
+
+// TaskBase::seq, bit 63: the deadline lies past the clock's range (never due). It sorts after
+// every task due at the same (largest) deadline, also one due at a ManualClock's last time point.
+inline constexpr std::uint64_t kNeverBit = std::uint64_t{1} << 63;
 
 inline constexpr std::uint32_t kNotInHeap = 0xFFFFFFFFu;
 
 struct TaskBase;
 struct TaskOps {
-  bool (*invoke)(TaskBase*);                            // one run; false iff it threw (stored)
-  void (*destroy)(TaskBase*) noexcept;                  // members, then memory
+  bool (*invoke)(TaskBase*);                             // one run; false iff it threw (stored)
+  void (*drop_callable)(TaskBase*) noexcept;             // destroys the callable if still live
+  void (*destroy)(TaskBase*) noexcept;                   // what is left, then the memory
   std::stop_source* (*stop_source)(TaskBase*) noexcept;  // nullptr unless kStoppable
+  void* (*result)(TaskBase*) noexcept;                   // the value or exception_ptr storage
 };
 
 struct TaskBase {
   const TaskOps* ops;
   std::atomic<std::uint32_t> state{kPending};
   std::atomic<std::uint32_t> refs{1};
-  std::uint32_t heap_index = kNotInHeap;  // its slot in the shard's heap; shard lock only
+  std::uint32_t heap_index = kNotInHeap;  // its slot in the shard's timer queue; shard lock only
   std::uint8_t size_class = kHeapClass;
   std::uint8_t flags = 0;
-  std::uint8_t result_kind = 0;  // 0 none, 1 value, 2 error: written by the runner before the
-                                 // release CAS that completes the future, read after acquire
+  std::uint8_t life = 0;
   std::uint8_t shard = 0;        // the shard that owns it (set at submission)
   std::int64_t deadline = 0;     // ns on the scheduler's clock; the shard's leader owns it once
                                  // queued, the runner between pop and re-queue
-  std::uint64_t seq = 0;         // submission order within the shard: breaks deadline ties
-  SchedulerCore* core = nullptr; // valid while the task is attached (pending in a scheduler)
+  std::uint64_t seq = 0;         // submission order within the shard (breaks deadline ties);
+                                 // bit 63 is kNeverBit. Same owners as deadline.
 
   bool periodic() const noexcept { return flags & kPeriodic; }
+  bool never_due() const noexcept { return seq & kNeverBit; }
 };
-static_assert(sizeof(TaskBase) == 48, "TaskBase layout: 48 bytes");
+static_assert(sizeof(TaskBase) == 40, "TaskBase layout: 40 bytes");
 
 inline void add_ref(TaskBase* t) noexcept { t->refs.fetch_add(1, std::memory_order_relaxed); }
 // acq_rel: the last owner must see every write of the others before destroying.
@@ -120,43 +143,79 @@ inline std::uint32_t wait_done(TaskBase* t, std::int64_t deadline_ns) noexcept {
   return s;
 }
 
-// ---- typed nodes --------------------------------------------------------------------------
-template <class R>
-struct ResultSlot : TaskBase {
-  union {
-    R value;
-    std::exception_ptr error;
-  };
-  ResultSlot() noexcept {}
-  ~ResultSlot() {
-    if (result_kind == 1) value.~R();
-    else if (result_kind == 2) error.~exception_ptr();
-  }
-};
-template <>
-struct ResultSlot<void> : TaskBase {
-  union {
-    std::exception_ptr error;
-  };
-  ResultSlot() noexcept {}
-  ~ResultSlot() {
-    if (result_kind == 2) error.~exception_ptr();
-  }
-};
+inline std::exception_ptr& stored_error(TaskBase* t) noexcept {
+  return *static_cast<std::exception_ptr*>(t->ops->result(t));
+}
 
-struct PeriodicBase : ResultSlot<void> {
+// ---- typed nodes --------------------------------------------------------------------------
+struct PeriodicBase : TaskBase {
   std::int64_t period = 0;  // fixed rate: deadline += period; fixed delay: end of run + period
 };
 
 struct NoStop {};
+struct NoValue {};
+
+// The callable and what a run leaves behind. One-shot tasks whose result can be moved share one
+// union (the callable is gone before the result exists); periodic tasks keep the callable for
+// every run, and a result type that cannot be moved is built in place beside the callable.
+template <class F, class R, bool Periodic>
+struct TaskStorage {
+  static constexpr bool kShared = !Periodic && (std::is_void_v<R> || std::is_move_constructible_v<R>);
+  using Value = std::conditional_t<std::is_void_v<R> || Periodic, NoValue, R>;
+  union Fn {
+    F fn;
+    Fn() noexcept {}
+    ~Fn() {}
+  };
+  union Result {
+    Value value;
+    std::exception_ptr error;
+    Result() noexcept {}
+    ~Result() {}
+  };
+  union SharedSlot {
+    F fn;
+    Value value;
+    std::exception_ptr error;
+    SharedSlot() noexcept {}
+    ~SharedSlot() {}
+  };
+  struct Split {
+    Fn f;
+    Result r;
+  };
+  std::conditional_t<kShared, SharedSlot, Split> s;
+
+  F& fn() noexcept {
+    if constexpr (kShared) return s.fn;
+    else return s.f.fn;
+  }
+  void* result() noexcept {
+    if constexpr (kShared) return &s;
+    else return &s.r;
+  }
+  Value& value() noexcept { return *static_cast<Value*>(result()); }
+  std::exception_ptr& error() noexcept { return *static_cast<std::exception_ptr*>(result()); }
+};
 
 template <class F, class R, bool Periodic, bool Stoppable>
-struct Node final : std::conditional_t<Periodic, PeriodicBase, ResultSlot<R>> {
+struct Node final : std::conditional_t<Periodic, PeriodicBase, TaskBase> {
+  using Storage = TaskStorage<F, R, Periodic>;
   [[no_unique_address]] std::conditional_t<Stoppable, std::stop_source, NoStop> stop;
-  [[no_unique_address]] F fn;
+  Storage store;
 
   template <class G>
-  explicit Node(G&& g) : stop(make_stop()), fn(std::forward<G>(g)) {}
+  explicit Node(G&& g) : stop(make_stop()) {
+    ::new (static_cast<void*>(&store.fn())) F(std::forward<G>(g));
+    this->life = kCallableLive;
+  }
+  ~Node() {
+    if (this->life & kCallableLive) store.fn().~F();
+    using V = typename Storage::Value;
+    if constexpr (!std::is_same_v<V, NoValue>)
+      if (this->life & kHasValue) store.value().~V();
+    if (this->life & kHasError) store.error().~exception_ptr();
+  }
 
   static auto make_stop() noexcept {
     if constexpr (Stoppable) return std::stop_source(std::nostopstate);
@@ -164,28 +223,48 @@ struct Node final : std::conditional_t<Periodic, PeriodicBase, ResultSlot<R>> {
   }
 
   decltype(auto) call() {
-    if constexpr (Stoppable) return std::invoke(fn, stop.get_token());
-    else return std::invoke(fn);
+    if constexpr (Stoppable) return std::invoke(store.fn(), stop.get_token());
+    else return std::invoke(store.fn());
+  }
+
+  void end_callable() noexcept {
+    if (this->life & kCallableLive) {
+      this->life = static_cast<std::uint8_t>(this->life & ~kCallableLive);
+      store.fn().~F();
+    }
+  }
+  void set_error(std::exception_ptr e) noexcept {
+    if (this->life & kHasError) store.error().~exception_ptr();
+    ::new (static_cast<void*>(&store.error())) std::exception_ptr(std::move(e));
+    this->life |= kHasError;
   }
 
   static bool invoke(TaskBase* b) {
     auto* n = static_cast<Node*>(b);
     try {
-      if constexpr (Periodic || std::is_void_v<R>) {
+      if constexpr (Periodic) {
         n->call();
+      } else if constexpr (std::is_void_v<R>) {
+        n->call();
+        n->end_callable();
+      } else if constexpr (Storage::kShared) {
+        R r = n->call();
+        n->end_callable();
+        ::new (static_cast<void*>(&n->store.value())) R(std::move(r));
+        n->life |= kHasValue;
       } else {
-        if (n->result_kind == 1) { n->value.~R(); n->result_kind = 0; }
-        ::new (static_cast<void*>(&n->value)) R(n->call());
-        n->result_kind = 1;
+        ::new (static_cast<void*>(&n->store.value())) R(n->call());
+        n->life |= kHasValue;
+        n->end_callable();
       }
       return true;
     } catch (...) {
-      if (n->result_kind == 2) n->error.~exception_ptr();
-      ::new (static_cast<void*>(&n->error)) std::exception_ptr(std::current_exception());
-      n->result_kind = 2;
+      if constexpr (!Periodic) n->end_callable();
+      n->set_error(std::current_exception());
       return false;
     }
   }
+  static void drop_callable(TaskBase* b) noexcept { static_cast<Node*>(b)->end_callable(); }
   static void destroy(TaskBase* b) noexcept {
     auto* n = static_cast<Node*>(b);
     std::uint8_t cls = n->size_class;
@@ -197,7 +276,8 @@ struct Node final : std::conditional_t<Periodic, PeriodicBase, ResultSlot<R>> {
     if constexpr (Stoppable) return &static_cast<Node*>(b)->stop;
     else { (void)b; return nullptr; }
   }
-  static constexpr TaskOps kOps{&invoke, &destroy, &stop_source};
+  static void* result(TaskBase* b) noexcept { return static_cast<Node*>(b)->store.result(); }
+  static constexpr TaskOps kOps{&invoke, &drop_callable, &destroy, &stop_source, &result};
 };
 
 template <class F>
@@ -220,7 +300,7 @@ bool is_empty_callable(const F& f) noexcept {
   else return false;
 }
 
-// Builds the node for F (one scheduler reference; `extra_refs` more for the returned handles).
+// Builds the node for F with one reference (the caller adds the handles').
 template <bool Periodic, class F>
 auto* make_node(F&& f, std::uint8_t flags) {
   using Fn = std::decay_t<F>;

@@ -1,0 +1,306 @@
+// engine.cpp: the scheduler as a whole: placement of submissions on shards, the rejection
+// policies, the lifecycle (shutdown, shutdown_now, termination, the destructor) and what it
+// reports. Per-shard behaviour is in shard.cpp; it depends on nothing here but EngineState.
+//
+// Shutdown racing a submission (edges R1-R2). shutdown()/shutdown_now() store run_state (R1,
+// seq_cst), then drain every inbox until it holds nothing they have not seen. A producer loads
+// run_state (reject if shut down), takes its seq (I1, seq_cst), enqueues, and loads run_state
+// again (R2, seq_cst). In the single seq_cst order either the drain's count read sees its seq
+// (and waits for its item), or R2 comes after R1 and the producer sees the new state; then it
+// makes sure the item is looked at: the shard's threads will drain it before they exit, or, if
+// they are gone, the producer settles the inbox itself under the shard lock.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <kairos/detail/scheduler_core.hpp>
+#include <kairos/errors.hpp>
+
+#include "engine_state.hpp"
+#include "shard.hpp"
+#include "threads.hpp"
+
+namespace kairos::detail {
+namespace {
+
+class Engine final : public SchedulerCore, public ClockListener, public std::enable_shared_from_this<Engine> {
+ public:
+  Engine(const Options& o, ManualClock* clock) : SchedulerCore(clock), state_(o, clock) {
+    shards_.reserve(o.shards);
+    for (unsigned i = 0; i < o.shards; ++i) shards_.push_back(std::make_unique<Shard>(state_, i));
+  }
+
+  ~Engine() override {
+    // close() ran (the scheduler's destructor) or the threads never started.
+    if (manual_ && listening_) manual_->remove_listener(this);
+  }
+
+  // Starts every thread. If the OS refuses one, the threads already started are stopped and
+  // joined before the error leaves: nothing keeps running that nobody can stop.
+  void start() {
+    if (manual_) {
+      manual_->add_listener(this);
+      listening_ = true;
+    }
+    const Options& o = state_.opt;
+    unsigned index = 0;
+    for (unsigned s = 0; s < o.shards; ++s) {
+      for (unsigned n = 0; n < o.threads_per_shard; ++n, ++index) {
+        int cpu = o.cpus.empty() ? -1 : o.cpus[index % o.cpus.size()];
+        std::string name = o.name + "-" + std::to_string(s) + "-" + std::to_string(n);
+        shards_[s]->add_thread();
+        live_threads_.fetch_add(1, std::memory_order_acq_rel);
+        try {
+          threads_.emplace_back([self = shared_from_this(), s, n, cpu, name] { self->worker_main(s, n, cpu, name); });
+        } catch (...) {
+          live_threads_.fetch_sub(1, std::memory_order_acq_rel);
+          shards_[s]->thread_not_started();
+          close();  // stops and joins the threads that did start
+          throw;
+        }
+      }
+    }
+  }
+
+  UncaughtHandler uncaught_handler() const noexcept override { return state_.on_uncaught; }
+
+  void on_clock_advanced() noexcept override {
+    for (auto& sh : shards_) sh->kick();
+  }
+
+  // ---- submission -------------------------------------------------------------------------------
+  void submit(TaskBase* t, std::int64_t deadline, bool never) override {
+    t->deadline = deadline;  // not yet published: no other thread can see t
+    unsigned idx = shard_index();
+    Shard& sh = *shards_[idx];
+    t->shard = static_cast<std::uint8_t>(idx);
+    if (state_.run_state.load(std::memory_order_acquire) != kRunningState) return reject(t, sh, false);
+    std::uint64_t seq;
+    const std::size_t cap = state_.opt.capacity;
+    if (cap == 0) {
+      seq = sh.inbox().take_seq();  // (I1)
+    } else {
+      // Unsigned: a capacity of 2^63 or more (SIZE_MAX: "no limit") bounds nothing.
+      auto has_room = [&](std::uint64_t s) {
+        std::int64_t p = sh.pending_at(s);
+        return p < 0 || static_cast<std::uint64_t>(p) < cap;
+      };
+      while (!sh.inbox().take_seq_if(seq, has_room)) {
+        if (state_.opt.rejection == Rejection::discard_oldest && sh.make_room()) continue;
+        return reject(t, sh, true);
+      }
+    }
+    sh.publish(t, seq, never);
+    if (state_.run_state.load(std::memory_order_seq_cst) != kRunningState) sh.after_racing_shutdown();  // (R2)
+  }
+
+  // Applies the rejection policy to t (not enqueued; the caller's scheduler reference).
+  void reject(TaskBase* t, Shard& sh, bool over_capacity) {
+    sh.count_rejected();
+    Rejection r = state_.opt.rejection;
+    if (r == Rejection::abort) {
+      release(t);
+      if (over_capacity)
+        throw RejectedExecution("kairos: rejected, capacity " + std::to_string(state_.opt.capacity) + " reached");
+      throw RejectedExecution("kairos: rejected, the scheduler is shut down");
+    }
+    if (r == Rejection::caller_runs && over_capacity) return run_in_caller(t, sh);
+    // discard, or any policy after shutdown: the future completes as cancelled at once.
+    if (transition(t, kPending, kCancelled)) t->ops->drop_callable(t);
+    release(t);
+  }
+
+  // caller_runs over capacity: the task's (first) run happens here and now.
+  void run_in_caller(TaskBase* t, Shard& sh) {
+    if (std::stop_source* src = t->ops->stop_source(t)) *src = std::stop_source();  // before kRunning
+    if (!transition(t, kPending, kRunning)) {
+      release(t);
+      return;
+    }
+    bool ok = t->ops->invoke(t);
+    if (!t->periodic()) {
+      if (ok) transition(t, kRunning, kNormal);
+      else if (transition(t, kRunning, kExceptional) && (t->flags & kNoFuture))
+        report_uncaught(*state_.on_uncaught, stored_error(t));
+      release(t);
+      return;
+    }
+    if (!ok) {
+      if (transition(t, kRunning, kExceptional)) report_uncaught(*state_.on_uncaught, stored_error(t));
+      t->ops->drop_callable(t);
+      release(t);
+      return;
+    }
+    auto* p = static_cast<PeriodicBase*>(t);
+    std::int64_t next;
+    bool never = __builtin_add_overflow(t->flags & kFixedDelay ? now_ns() : t->deadline, p->period, &next);
+    if (!transition(t, kRunning, kPending)) {  // cancelled during its run
+      t->ops->drop_callable(t);
+      release(t);
+      return;
+    }
+    // A periodic re-queue is never rejected: enqueue without the capacity check.
+    std::atomic_ref<std::int64_t>(t->deadline).store(never ? kMaxNs : next, std::memory_order_relaxed);
+    sh.publish(t, sh.inbox().take_seq(), never);
+    if (state_.run_state.load(std::memory_order_seq_cst) != kRunningState) sh.after_racing_shutdown();
+  }
+
+  void on_cancelled(TaskBase* t, bool queued) noexcept override { shards_[t->shard]->on_cancelled(t, queued); }
+
+  // ---- threads ------------------------------------------------------------------------------------
+  void worker_main(unsigned s, unsigned index, int cpu, const std::string& name) {
+    set_current_thread_name(name);
+    set_timer_slack_1ns();
+    if (cpu >= 0) pin_current_thread(cpu);
+    shards_[s]->run_worker(index);
+    if (live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard tl(term_mu_);
+      state_.run_state.store(kTerminated, std::memory_order_seq_cst);
+      term_cv_.notify_all();
+    }
+  }
+
+  // ---- lifecycle ------------------------------------------------------------------------------------
+  void shutdown() override {
+    int st = kRunningState;
+    state_.run_state.compare_exchange_strong(st, kShutdown, std::memory_order_seq_cst);  // (R1)
+    for (auto& sh : shards_) sh->apply_shutdown();
+  }
+
+  std::vector<TaskBase*> shutdown_now() override {
+    int st = state_.run_state.load(std::memory_order_seq_cst);
+    while (st < kStop && !state_.run_state.compare_exchange_weak(st, kStop, std::memory_order_seq_cst)) {  // (R1)
+    }
+    std::vector<TaskBase*> orphans;
+    for (auto& sh : shards_) sh->take_pending(orphans);
+    std::stable_sort(orphans.begin(), orphans.end(),
+                     [](const TaskBase* a, const TaskBase* b) { return TimerHeap::before(a, b); });
+    return orphans;
+  }
+
+  bool await_termination(std::int64_t timeout_ns) override {
+    std::unique_lock lk(term_mu_);
+    if (timeout_ns < 0) timeout_ns = 0;
+    auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(std::min<std::int64_t>(timeout_ns, kMaxNs / 2));
+    return term_cv_.wait_until(lk, until, [&] { return state_.state() == kTerminated; });
+  }
+  bool is_shutdown() const noexcept override { return state_.run_state.load(std::memory_order_acquire) != kRunningState; }
+  bool is_terminating() const noexcept override {
+    int st = state_.run_state.load(std::memory_order_acquire);
+    return st == kShutdown || st == kStop;
+  }
+  bool is_terminated() const noexcept override { return state_.run_state.load(std::memory_order_acquire) == kTerminated; }
+
+  void set_remove_on_cancel(bool v) override { state_.remove_on_cancel.store(v, std::memory_order_release); }
+  void set_execute_existing_delayed_tasks_after_shutdown(bool v) override {
+    state_.exec_delayed.store(v, std::memory_order_release);
+    if (!v && is_shutdown()) reapply_policies();
+  }
+  void set_continue_existing_periodic_tasks_after_shutdown(bool v) override {
+    state_.continue_periodic.store(v, std::memory_order_release);
+    if (!v && is_shutdown()) reapply_policies();
+  }
+  void reapply_policies() {
+    for (auto& sh : shards_) sh->apply_shutdown();
+  }
+
+  std::size_t queue_size() const noexcept override {
+    std::int64_t total = 0;
+    for (auto& sh : shards_) total += std::max<std::int64_t>(0, sh->pending());
+    return static_cast<std::size_t>(total);
+  }
+
+  bool wait_idle(std::int64_t timeout_ns) override {
+    std::int64_t until = add_saturated(steady_now_ns(), std::max<std::int64_t>(timeout_ns, 0));
+    // What must have been applied: every submission and remove request made before this call.
+    std::vector<std::uint64_t> subs, removes;
+    for (auto& sh : shards_) {
+      subs.push_back(sh->inbox().submitted());
+      removes.push_back(sh->inbox().removes_sent());
+    }
+    for (int round = 0;; ++round) {
+      bool idle = true;
+      std::int64_t now = now_ns();
+      for (std::size_t i = 0; i < shards_.size() && idle; ++i) idle = shards_[i]->idle(subs[i], removes[i], now);
+      if (idle) return true;
+      if (steady_now_ns() >= until) return false;
+      if (round < 100) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(round < 1000 ? 20 : 200));
+    }
+  }
+
+  SchedulerStats stats() const override {
+    SchedulerStats out;
+    for (auto& sh : shards_) out.shards.push_back(sh->stats());
+    return out;
+  }
+
+  void close() noexcept override {
+    std::vector<TaskBase*> orphans = shutdown_now();
+    for (TaskBase* t : orphans) drop_orphan(t);
+    std::thread::id me = std::this_thread::get_id();
+    for (std::thread& th : threads_) {
+      if (!th.joinable()) continue;
+      if (th.get_id() == me) th.detach();  // destroyed from inside one of its own tasks
+      else th.join();
+    }
+    if (manual_ && listening_) {
+      manual_->remove_listener(this);
+      listening_ = false;
+    }
+    // Threads other than the caller are gone; the shards keep what raced the end.
+    for (auto& sh : shards_) sh->settle_if_dead();
+  }
+
+ private:
+  static thread_local unsigned t_shard_slot;
+
+  // A thread's tasks all go to one shard: the k-th thread to submit gets shard k % shards.
+  unsigned shard_index() const noexcept {
+    if (shards_.size() == 1) return 0;
+    if (t_shard_slot == ~0u) t_shard_slot = g_next_slot.fetch_add(1, std::memory_order_relaxed);
+    return t_shard_slot % static_cast<unsigned>(shards_.size());
+  }
+  static inline std::atomic<unsigned> g_next_slot{0};
+
+  EngineState state_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::thread> threads_;
+  std::atomic<unsigned> live_threads_{0};
+  std::mutex term_mu_;
+  std::condition_variable term_cv_;
+  bool listening_ = false;
+};
+
+thread_local unsigned Engine::t_shard_slot = ~0u;
+
+void validate(const Options& o) {
+  if (o.shards == 0 || o.shards > 64)
+    throw std::invalid_argument("kairos: shards must be in [1, 64], got " + std::to_string(o.shards));
+  if (o.threads_per_shard == 0 || o.threads_per_shard > 256)
+    throw std::invalid_argument("kairos: threads_per_shard must be in [1, 256], got " +
+                                std::to_string(o.threads_per_shard));
+  unsigned hw = std::thread::hardware_concurrency();
+  for (int cpu : o.cpus)
+    if (cpu < 0 || (hw != 0 && static_cast<unsigned>(cpu) >= hw))
+      throw std::invalid_argument("kairos: CPU id " + std::to_string(cpu) + " is not in [0, " +
+                                  std::to_string(hw) + ")");
+}
+
+}  // namespace
+
+std::shared_ptr<SchedulerCore> SchedulerCore::create(const Options& options, ManualClock* clock) {
+  validate(options);
+  auto core = std::make_shared<Engine>(options, clock);
+  core->start();
+  return core;
+}
+
+}  // namespace kairos::detail

@@ -1,0 +1,43 @@
+// engine_state.hpp: what every shard of one scheduler reads: its options, clock, lifecycle state
+// and shutdown policies. Owned by the Engine (engine.cpp); shards hold a const reference.
+// Threads: the atomics are written by lifecycle calls (shutdown, policy setters) on any thread.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+
+#include <kairos/clock.hpp>
+#include <kairos/options.hpp>
+
+namespace kairos::detail {
+
+enum RunState : int { kRunningState = 0, kShutdown = 1, kStop = 2, kTerminated = 3 };
+
+struct EngineState {
+  EngineState(const Options& o, ManualClock* clock)
+      : opt(o),
+        manual(clock),
+        remove_on_cancel(o.remove_on_cancel),
+        exec_delayed(o.execute_existing_delayed_tasks_after_shutdown),
+        continue_periodic(o.continue_existing_periodic_tasks_after_shutdown),
+        on_uncaught(std::make_shared<const std::function<void(std::exception_ptr)>>(o.on_uncaught)) {}
+
+  const Options opt;
+  ManualClock* const manual;
+  // seq_cst where it is one side of a Dekker pair: a submission racing shutdown (engine.cpp).
+  std::atomic<int> run_state{kRunningState};
+  std::atomic<bool> remove_on_cancel;
+  std::atomic<bool> exec_delayed;
+  std::atomic<bool> continue_periodic;
+  const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught;
+
+  std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
+  int state() const noexcept { return run_state.load(std::memory_order_seq_cst); }
+};
+
+// Runs `handler` (stderr if empty) with `e`; an exception from the handler is dropped.
+void report_uncaught(const std::function<void(std::exception_ptr)>& handler, std::exception_ptr e) noexcept;
+
+}  // namespace kairos::detail

@@ -1,0 +1,147 @@
+// inbox.hpp: a shard's MPSC inbox: the producer half (take a sequence number, enqueue) and the
+// leader half (drain in bulk, confirm FIFO order, count). Header-only: submit stays inline.
+// Threads: take_seq/push/post_remove/abandon: any thread, lock-free (one moodycamel producer
+//          token per thread, producer_tokens.hpp). drain/drain_all: whoever holds the shard lock.
+//
+// FIFO across producers (edges I1-I4). The seq is a fetch_add on next_seq_ (I1), so a submission
+// that returned before another started has the smaller seq. moodycamel orders items of one
+// producer only, and one pass over its sub-queues can miss A's item yet see B's (A happened
+// before B). But once B's item was seen, any later *complete* pass (try_dequeue_bulk returning
+// less than asked: it visited every sub-queue) sees A's. So drained submissions wait in
+// `unconfirmed_` until a complete pass has started after they were seen; only then does the
+// leader accept them into its timer queue, where they may fire.
+//
+// Counts. next_seq_ (sequence numbers taken) - abandoned_ (taken, never enqueued: no memory) is
+// the number of submissions; drained_ of them reached the leader. Remove requests: posted_
+// enqueued (lost_ of those failed), done_ applied by the leader. wait_idle() and shutdown
+// compare these to know that everything sent before them has arrived.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <concurrentqueue.h>
+
+#include <kairos/detail/task.hpp>
+
+#include "producer_tokens.hpp"
+
+namespace kairos::detail {
+
+class Inbox {
+ public:
+  static constexpr std::size_t kChunk = 256;           // items per try_dequeue_bulk
+  static constexpr int kMaxPasses = 64;                // per drain(): the leader never chases
+  static constexpr std::uintptr_t kRemoveTag = 1;      // an item with this bit: a remove request
+
+  Inbox() : queue_(kInitialCapacity), tokens_(queue_) { unconfirmed_.reserve(kChunk * 4); }
+
+  // -- producers -----------------------------------------------------------------------------
+  // (I1) seq_cst: FIFO (above) and the leader's half of the wait protocol (leader_wait.hpp).
+  std::uint64_t take_seq() noexcept { return next_seq_.fetch_add(1, std::memory_order_seq_cst); }
+  // Capacity-bounded: takes a seq only while `ok(seq)` holds; false otherwise.
+  template <class Ok>
+  bool take_seq_if(std::uint64_t& seq, Ok&& ok) noexcept {
+    seq = next_seq_.load(std::memory_order_seq_cst);
+    while (ok(seq))
+      if (next_seq_.compare_exchange_weak(seq, seq + 1, std::memory_order_seq_cst)) return true;  // (I1)
+    return false;
+  }
+  // (I2) release inside moodycamel: publishes t's fields; pairs with the dequeue (I3).
+  bool push(TaskBase* t) noexcept {
+    try {
+      return queue_.enqueue(tokens_.for_this_thread(), t);
+    } catch (...) {  // the thread's first token could not be made
+      return false;
+    }
+  }
+  // A seq taken by a submission that could not be enqueued. seq_cst: drain_all() reads it.
+  void abandon() noexcept { abandoned_.fetch_add(1, std::memory_order_seq_cst); }
+  // A remove request for t (the caller holds a reference for it). False if it could not be sent.
+  bool post_remove(TaskBase* t) noexcept {
+    posted_.fetch_add(1, std::memory_order_seq_cst);  // before the item: drain_all waits for it
+    if (push(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) | kRemoveTag))) return true;
+    lost_.fetch_add(1, std::memory_order_seq_cst);
+    return false;
+  }
+
+  // -- counts (any thread) -------------------------------------------------------------------
+  // seq_cst: the leader's count read of the wait protocol (pairs with I1).
+  std::uint64_t submitted() const noexcept {
+    return next_seq_.load(std::memory_order_seq_cst) - abandoned_.load(std::memory_order_seq_cst);
+  }
+  std::uint64_t seqs_taken() const noexcept { return next_seq_.load(std::memory_order_acquire); }
+  std::uint64_t abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
+  std::uint64_t removes_sent() const noexcept {
+    return posted_.load(std::memory_order_seq_cst) - lost_.load(std::memory_order_seq_cst);
+  }
+  // Written under the shard lock; atomic so that readers without it get a (stale) value.
+  std::uint64_t drained() const noexcept { return drained_.load(std::memory_order_relaxed); }
+  std::uint64_t removes_done() const noexcept { return done_.load(std::memory_order_relaxed); }
+
+  // -- the leader (shard lock held) ----------------------------------------------------------
+  // Up to kMaxPasses bulk passes. Remove requests go to remove(t) at once; submissions go to
+  // accept(t) once confirmed (see FIFO). True if anything arrived.
+  template <class Accept, class Remove>
+  bool drain(Accept&& accept, Remove&& remove, int max_passes = kMaxPasses) {
+    TaskBase* buf[kChunk];
+    bool any = false;
+    for (int pass = 0; pass < max_passes; ++pass) {
+      std::size_t n = queue_.try_dequeue_bulk(buf, kChunk);  // (I3) acquire inside moodycamel
+      if (n < kChunk) confirm(accept);  // a complete pass: what was seen before it is confirmed
+      for (std::size_t i = 0; i < n; ++i) {
+        auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
+        if (bits & kRemoveTag) {
+          remove(reinterpret_cast<TaskBase*>(bits & ~kRemoveTag));
+          bump(done_);
+        } else {
+          bump(drained_);
+          unconfirmed_.push_back(buf[i]);
+        }
+      }
+      any |= n > 0;
+      if (n == 0) break;
+    }
+    return any;
+  }
+  // Drains until every submission and remove request counted so far has arrived and been
+  // confirmed (a submission between its seq and its enqueue is waited for: a few instructions).
+  template <class Accept, class Remove>
+  void drain_all(Accept&& accept, Remove&& remove) {
+    for (int i = 0;; ++i) {
+      drain(accept, remove);
+      if (unconfirmed_.empty() && drained() == submitted() && removes_done() == removes_sent()) return;
+      if (i > 64) std::this_thread::yield();
+    }
+  }
+  // The leader must drain again before it waits: items seen but not yet confirmed.
+  bool has_unconfirmed() const noexcept { return !unconfirmed_.empty(); }
+
+ private:
+  static constexpr std::size_t kInitialCapacity = 1024;
+
+  template <class Accept>
+  void confirm(Accept& accept) {
+    for (TaskBase* t : unconfirmed_) accept(t);
+    unconfirmed_.clear();
+  }
+  static void bump(std::atomic<std::uint64_t>& c) noexcept {  // shard lock held: one writer
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  // -- written by producers (one line) ---------------------------------------------------------
+  alignas(64) std::atomic<std::uint64_t> next_seq_{0};
+  std::atomic<std::uint64_t> abandoned_{0};
+  // -- written by cancellers -----------------------------------------------------------------
+  alignas(64) std::atomic<std::uint64_t> posted_{0};
+  std::atomic<std::uint64_t> lost_{0};
+  // -- the queue, then the leader's side ------------------------------------------------------
+  alignas(64) moodycamel::ConcurrentQueue<TaskBase*> queue_;
+  ProducerTokens tokens_;  // after queue_: destroyed first
+  alignas(64) std::atomic<std::uint64_t> drained_{0};
+  std::atomic<std::uint64_t> done_{0};
+  std::vector<TaskBase*> unconfirmed_;
+};
+
+}  // namespace kairos::detail

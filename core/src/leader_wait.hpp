@@ -1,0 +1,83 @@
+// leader_wait.hpp: how a shard's leader waits for its next deadline without losing a wake-up.
+// Threads: arm/disarm/sleep_until/spin_until: the shard's leader only. notify_earlier/kick: any
+//          thread (producers, cancellers, lifecycle calls).
+//
+// The protocol (edges numbered; each names its partner):
+//   Leader, going to wait for deadline D:
+//     w = wake_word (W0); armed = D (W1, seq_cst); then it checks the inbox's submission count
+//     (Inbox::submitted, seq_cst) and takes every submission counted there into account before
+//     it waits (it drains until it has them). It waits while wake_word == w: a futex sleep
+//     (sleeping = true (S1), re-read wake_word (S2), FUTEX_WAIT on w), or a spin that reads only
+//     wake_word and the clock: never a line that producers write on every submission.
+//   Producer of a task due at d (after its seq fetch_add (I1 in inbox.hpp) and its enqueue):
+//     a = armed (N1, seq_cst); if d < a, CAS armed -> kAwake (N2) and kick: wake_word += 1 (K1,
+//     seq_cst), then if sleeping (K2, seq_cst), FUTEX_WAKE.
+//   Why nothing is lost. In the single order S of seq_cst operations, either the leader's count
+//     read (after W1) sees the producer's I1 — then the leader drains that task before it waits —
+//     or I1 comes after the count read, so N1 (after I1) comes after W1 and reads D (or a later
+//     value): the producer of an earlier task wins N2 and kicks. K1/K2 against S1/S2: the leader
+//     sets sleeping before re-reading wake_word, the kicker bumps wake_word before reading
+//     sleeping; both seq_cst, so either the leader sees the bump (does not sleep) or the kicker
+//     sees sleeping (wakes it); FUTEX_WAIT itself re-checks the word atomically.
+//   Only the producer that wins N2 makes a system call; every other submission costs one load.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include <kairos/detail/futex.hpp>
+#include <kairos/duration.hpp>
+
+#include "threads.hpp"
+
+namespace kairos::detail {
+
+inline constexpr std::int64_t kAwake = kMinNs;  // `armed` while the leader is not waiting
+
+class LeaderWait {
+ public:
+  // -- leader ------------------------------------------------------------------------------
+  std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // W0
+  void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // W1
+  void disarm() noexcept { armed_.store(kAwake, std::memory_order_seq_cst); }
+  // Futex sleep while wake_word == w, until `deadline` (CLOCK_MONOTONIC ns; < 0: none).
+  // Returns true iff the deadline passed.
+  bool sleep_until(std::uint32_t w, std::int64_t deadline) noexcept {
+    sleeping_.store(true, std::memory_order_seq_cst);  // (S1) pairs with (K2)
+    bool timed_out = false;
+    if (wake_word_.load(std::memory_order_seq_cst) == w)  // (S2) pairs with (K1)
+      timed_out = !futex_wait(&wake_word_, w, deadline);
+    sleeping_.store(false, std::memory_order_relaxed);  // relaxed: only saves a kicker's syscall
+    return timed_out;
+  }
+  // Spins while wake_word == w and the steady clock is before `deadline`.
+  void spin_until(std::uint32_t w, std::int64_t deadline) noexcept {
+    // acquire: a kick also publishes what the kicker did before it (a re-queued task, a state).
+    while (wake_word_.load(std::memory_order_acquire) == w && steady_now_ns() < deadline) cpu_relax();
+  }
+
+  // -- any thread ----------------------------------------------------------------------------
+  // Wakes the leader if it waits for a later deadline than `deadline` (see the protocol).
+  void notify_earlier(std::int64_t deadline) noexcept {
+    std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (N1) pairs with (W1)
+    // kMaxNs: the leader waits with no deadline (nothing queued, or only never-due tasks); any
+    // task wakes it, also one due at the end of a ManualClock's time.
+    while (deadline < a || a == kMaxNs) {
+      if (armed_.compare_exchange_weak(a, kAwake, std::memory_order_seq_cst)) {  // (N2)
+        kick();
+        return;
+      }
+    }
+  }
+  // Makes the leader re-examine everything (time moved, state changed, the inbox filled up).
+  void kick() noexcept {
+    wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (K1) pairs with (S2)
+    if (sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(&wake_word_);  // (K2) with (S1)
+  }
+
+ private:
+  alignas(64) std::atomic<std::int64_t> armed_{kAwake};
+  std::atomic<std::uint32_t> wake_word_{0};
+  std::atomic<bool> sleeping_{false};
+};
+
+}  // namespace kairos::detail

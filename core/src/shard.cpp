@@ -1,0 +1,578 @@
+// shard.cpp: a shard's leader/follower loop, its drain and accept, and its lifecycle steps.
+// The protocols are argued in shard.hpp (draining, cancel, locks, counting), inbox.hpp (FIFO)
+// and leader_wait.hpp (no lost wake-up). Edges named here: (A1) the accept CAS, (C1) the cancel
+// CAS in task_lifecycle.cpp, (P1)/(P2) the pin.
+#include "shard.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <kairos/wait.hpp>
+
+#include "threads.hpp"
+
+namespace kairos::detail {
+namespace {
+
+// A task is due once the clock reaches its deadline, unless its deadline lies past the clock's
+// range (never due: hours::max(), a saturated period), even on a ManualClock at its end.
+inline bool is_due(const TaskBase* t, std::int64_t now) noexcept {
+  return t->deadline <= now && !t->never_due();
+}
+
+// (P2) acquire, pairs with the canceller's pin-clearing release (P1, Shard::on_cancelled): once
+// the pin is clear, the canceller is out of this shard and its kRemoved is visible.
+void wait_unpinned(TaskBase* t) noexcept {
+  // The pin is held for a few instructions (counting, one enqueue); spin, then yield.
+  for (int i = 0; t->state.load(std::memory_order_acquire) & kPin; ++i) {
+    if (i < 1000) cpu_relax();
+    else std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+Shard::Shard(const EngineState& engine, unsigned index) : engine_(engine), index_(index) {
+  staged_.resize(engine.opt.threads_per_shard);
+  graveyard_.reserve(2 * kMaxBatch);
+}
+
+Shard::~Shard() = default;
+
+// ---- cancel ---------------------------------------------------------------------------------
+void Shard::on_cancelled(TaskBase* t, bool queued) noexcept {
+  // t is kCancelled|kPin: attached, so this shard is alive until the pin is cleared below.
+  if (!engine_.remove_on_cancel.load(std::memory_order_acquire)) {
+    t->state.fetch_and(~kPin, std::memory_order_release);  // (P1) retained until its deadline
+    return;
+  }
+  // release: a queue_size() that sees the count (acquire) also sees the cancel.
+  std::uint64_t n = removes_requested_.fetch_add(1, std::memory_order_release);
+  bool kick = engine_.state() != kRunningState;  // after shutdown at once: it may be the last task
+  if (queued) {  // in the timer queue (or a batch): the leader must be told
+    add_ref(t);  // the request's reference
+    if (!inbox_.post_remove(t)) release(t);  // no memory: it stays queued until its deadline,
+                                             // already uncounted (kRemoved); not the last ref
+    else if ((n & (kDrainEvery - 1)) == kDrainEvery - 1) kick = true;
+  }  // not queued: the leader drops the node when it drains it; nothing to send
+  if (kick) wait_.kick();
+  // (P1) release: sets kRemoved and clears the pin in one step; pairs with (P2).
+  t->state.fetch_xor(kPin | kRemoved, std::memory_order_release);
+}
+
+// ---- threads --------------------------------------------------------------------------------
+void Shard::add_thread() {
+  std::lock_guard lk(mu_);
+  ++threads_alive_;
+}
+
+void Shard::thread_not_started() noexcept {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (--threads_alive_ == 0) settle_after_exit();
+  unlock_and_bury(lk, grave);
+}
+
+void Shard::run_worker(unsigned index) {
+  std::vector<TaskBase*> grave;
+  grave.reserve(2 * kMaxBatch);
+  Lock lk(mu_);
+  std::vector<TaskBase*>& staged = staged_[index];
+  staged.reserve(kMaxBatch);
+  Slot batch[kMaxBatch];
+  const bool followers = engine_.opt.threads_per_shard > 1;
+  for (;;) {
+    while (has_leader_ && !must_exit()) followers_cv_.wait(lk);
+    if (must_exit()) break;
+    has_leader_ = true;
+    std::size_t n = lead(lk, batch, grave);
+    has_leader_ = false;
+    if (n == 0) continue;  // must_exit became true
+    for (std::size_t i = 0; i < n; ++i) staged.push_back(batch[i].task);
+    running_ += 1;
+    if (followers) followers_cv_.notify_one();  // promote a follower
+    unlock_and_bury(lk, grave);
+    for (std::size_t i = 0; i < n; ++i) run_task(batch[i]);
+    lk.lock();
+    for (std::size_t i = 0; i < n; ++i) after_run(batch[i], staged[i] == nullptr);
+    staged.clear();
+    running_ -= 1;
+  }
+  if (--threads_alive_ == 0) settle_after_exit();
+  followers_cv_.notify_all();
+  wait_.kick();  // a leader asleep on the futex re-checks must_exit too
+  unlock_and_bury(lk, grave);
+}
+
+bool Shard::must_exit() const noexcept {  // mu_ held
+  int st = engine_.state();
+  if (st == kRunningState) return false;
+  if (st >= kStop) return stop_done_;  // after shutdown_now() took the pending tasks
+  return queue_.empty() && running_ == 0 && inbox_settled();
+}
+
+bool Shard::inbox_settled() const noexcept {
+  return !inbox_.has_unconfirmed() && inbox_.drained() == inbox_.submitted() &&
+         inbox_.removes_done() == inbox_.removes_sent();
+}
+
+// The leader's loop: returns with due tasks in `batch`, or 0 when the thread must exit. The
+// tasks stay kPending until their runner starts them, one after another (a due task waiting
+// behind a long one can still be cancelled, or taken by shutdown_now()). mu_ held on entry and
+// exit; released while waiting.
+std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
+  for (;;) {
+    drain();
+    if (must_exit()) return 0;
+    if (engine_.state() >= kStop) {
+      // Nothing starts after shutdown_now(); it takes the tasks and kicks this thread out.
+      wait_for(lk, wait_.wake_epoch(), kMaxNs, true, grave);
+      continue;
+    }
+    std::int64_t now = engine_.now_ns();
+    if (std::size_t n = pop_due(now, batch)) return n;
+    if (inbox_.has_unconfirmed()) continue;  // one more (complete) pass confirms them
+    if (must_exit()) return 0;               // pop_due may have dropped the last cancelled task
+    TaskBase* head = queue_.empty() ? nullptr : queue_.top();
+    bool forever = head == nullptr || head->never_due();
+    std::int64_t deadline = forever ? kMaxNs : head->deadline;
+    std::uint32_t w = wait_.wake_epoch();  // (W0)
+    if (!arm_and_check(deadline, w)) continue;
+    wait_for(lk, w, deadline, forever, grave);
+  }
+}
+
+// Arms the wait for `deadline` and takes in every submission counted before (leader_wait.hpp).
+// False (disarmed) if one of them must be looked at first: it is due, or earlier than deadline.
+bool Shard::arm_and_check(std::int64_t deadline, std::uint32_t) {
+  wait_.arm(deadline);                        // (W1)
+  std::uint64_t counted = inbox_.submitted();  // the count read: pairs with (I1)
+  if (inbox_.drained() >= counted) return true;
+  // A few submissions passed (I1) before the count read: drain until they are here (they may be
+  // between their seq and their enqueue: a few instructions). Later ones see (W1) themselves.
+  for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) || inbox_.has_unconfirmed(); ++i) {
+    drain();
+    if (i > 64) std::this_thread::yield();
+  }
+  TaskBase* head = queue_.empty() ? nullptr : queue_.top();
+  bool earlier = head != nullptr && !head->never_due() && head->deadline < deadline;
+  if (earlier || (head != nullptr && deadline == kMaxNs)) {
+    wait_.disarm();
+    return false;
+  }
+  return true;
+}
+
+// Waits until `deadline` (forever: no deadline), a kick or an earlier submission. mu_ held on
+// entry and exit; released (and the graveyard buried) while waiting. The wait is armed.
+void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave) {
+  if (deadline == kMaxNs && !forever) forever = true;
+  wait_.arm(deadline);  // (W1) again: a no-op store when arm_and_check did it
+  unlock_and_bury(lk, grave);
+  if (engine_.manual) {
+    wait_.sleep_until(w, -1);  // ManualClock::advance kicks every shard
+  } else {
+    WaitPolicy::Mode mode = engine_.opt.wait.mode();
+    std::int64_t window = engine_.opt.wait.spin_window().count();
+    std::int64_t spin_from = mode == WaitPolicy::Mode::spin    ? kMinNs
+                             : mode == WaitPolicy::Mode::sleep ? kMaxNs
+                                                               : sub_saturated(deadline, window);
+    bool woken = false;
+    if (steady_now_ns() < spin_from)
+      woken = !wait_.sleep_until(w, spin_from == kMaxNs ? (forever ? -1 : deadline) : spin_from);
+    if (!woken && mode != WaitPolicy::Mode::sleep) wait_.spin_until(w, deadline);
+  }
+  wait_.disarm();
+  lk.lock();
+}
+
+std::size_t Shard::pop_due(std::int64_t now, Slot* batch) {
+  std::size_t n = 0;
+  const std::size_t max = engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1;
+  while (n < max && !queue_.empty() && is_due(queue_.top(), now)) {
+    TaskBase* t = queue_.top();
+    bool stoppable = t->flags & kStoppable;
+    if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
+    queue_.pop();
+    if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
+      drop_cancelled(t);
+      continue;
+    }
+    if (stoppable && !start_stoppable(t)) continue;
+    batch[n++] = Slot{t, t->deadline, 0, stoppable, stoppable};
+    if (t->periodic() || stoppable) break;  // a periodic task's next run may come before the
+                                            // rest: re-queue it first
+  }
+  return n;
+}
+
+// ---- running --------------------------------------------------------------------------------
+// A task taking a stop token starts under mu_: a fresh stop source (written before the task is
+// visible as running: cancel(true) touches it only after winning kRunning -> kCancelled), then
+// kPending -> kRunning, and registered for shutdown_now()'s stop requests.
+bool Shard::start_stoppable(TaskBase* t) {
+  if (std::stop_source* src = t->ops->stop_source(t)) {
+    *src = std::stop_source();
+    if (engine_.state() >= kStop) src->request_stop();
+  }
+  if (!transition(t, kPending, kRunning)) {
+    drop_cancelled(t);
+    return false;
+  }
+  running_stoppable_.push_back(t);
+  add_out(1);
+  return true;
+}
+
+// Starts and runs one execution (no lock held). Leaves slot.started false if the task was
+// cancelled or taken by shutdown_now() while it waited in the batch.
+void Shard::run_task(Slot& slot) {
+  TaskBase* t = slot.task;
+  if (!slot.started_at_pop) {
+    slot.started = transition(t, kPending, kRunning);
+    if (!slot.started) return;
+    add_out(1);  // it left the queue (queue_size) the moment it started
+  }
+#if defined(KAIROS_SLOW_START_NS) && KAIROS_SLOW_START_NS > 0
+  // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.
+  for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
+#endif
+  if (engine_.opt.record_lateness) slot.start = engine_.now_ns();
+  if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
+    t->ops->drop_callable(t);  // cancelled after it started: the runner owns the callable
+    return;
+  }
+  bool ok = t->ops->invoke(t);  // a one-shot task's callable is gone when it returns
+  if (!t->periodic()) finish_one_shot(t, ok);
+  else if (!ok) fail_periodic(t);
+  else next_deadline(t);  // computed here, at the end of the run (fixed delay needs it)
+}
+
+void Shard::finish_one_shot(TaskBase* t, bool ok) {
+  if (ok) {
+    transition(t, kRunning, kNormal);
+  } else if (transition(t, kRunning, kExceptional) && (t->flags & kNoFuture)) {
+    report_uncaught(*engine_.on_uncaught, stored_error(t));
+  }
+}
+
+void Shard::fail_periodic(TaskBase* t) {
+  if (transition(t, kRunning, kExceptional)) {
+    periodic_failures_.fetch_add(1, std::memory_order_relaxed);
+    report_uncaught(*engine_.on_uncaught, stored_error(t));
+  }
+  t->ops->drop_callable(t);  // no run follows
+}
+
+// The runner owns t's deadline and seq between pop and re-queue; delay() reads the deadline
+// through an atomic_ref (relaxed: a snapshot).
+void Shard::next_deadline(TaskBase* t) noexcept {
+  auto* p = static_cast<PeriodicBase*>(t);
+  std::int64_t next;
+  bool never = __builtin_add_overflow(t->flags & kFixedDelay ? engine_.now_ns() : t->deadline, p->period, &next);
+  if (never) next = kMaxNs;
+  // A first run due "never" can only have been a caller_runs one; the next has a real time.
+  t->seq = never ? (t->seq | kNeverBit) : (t->seq & ~kNeverBit);
+  std::atomic_ref<std::int64_t>(t->deadline).store(next, std::memory_order_relaxed);
+}
+
+// After a batch, under mu_: counts each task out, re-queues a periodic task or lets it go.
+// taken: shutdown_now() took the task before it started (it holds its own reference).
+void Shard::after_run(const Slot& slot, bool taken) {
+  TaskBase* t = slot.task;
+  if (!slot.started) {
+    if (taken) bury_later(t);  // counted out by shutdown_now()
+    else drop_cancelled(t);    // cancelled while it waited in the batch
+    return;
+  }
+  bump(ran_);
+  if (engine_.opt.record_lateness) lateness_.record(sub_saturated(slot.start, slot.deadline));
+  if (t->flags & kStoppable) std::erase(running_stoppable_, t);
+  std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
+  if (t->periodic() && s == kRunning) {
+    int st = engine_.state();
+    bool may_continue =
+        st == kRunningState || (st == kShutdown && engine_.continue_periodic.load(std::memory_order_acquire));
+    if (may_continue && transition(t, kRunning, kPending)) {  // kQueued stays: it is queued again
+      add_out(-1);
+      queue_.push(t, engine_.now_ns());
+      if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
+      return;
+    }
+    if (transition(t, kRunning, kCancelled)) bump(cancelled_);
+  }
+  bury_later(t, t->periodic());  // a periodic task's callable goes with its last run
+}
+
+// ---- inbox ----------------------------------------------------------------------------------
+void Shard::drain() {
+  std::int64_t now = engine_.now_ns();
+  inbox_.drain([&](TaskBase* t) { accept(t, now); }, [&](TaskBase* t) { remove(t); });
+}
+
+void Shard::drain_all() {
+  std::int64_t now = engine_.now_ns();
+  inbox_.drain_all([&](TaskBase* t) { accept(t, now); }, [&](TaskBase* t) { remove(t); });
+}
+
+// A confirmed submission enters the timer queue, unless cancelled or refused by the shutdown
+// policies.
+void Shard::accept(TaskBase* t, std::int64_t now) {
+  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  for (;;) {
+    if ((s & kStateMask) == kCancelled) {  // cancelled before it was queued: no request was sent
+      wait_unpinned(t);
+      s = t->state.load(std::memory_order_acquire);
+      bool shut = engine_.state() != kRunningState;
+      if ((s & kRemoved) || shut) {  // removed (already uncounted), or no retention after shutdown
+        if (!(s & kRemoved)) add_out(1);
+        drop(t, false);
+      } else {
+        queue_.push(t, now);  // retained until its deadline, as Java's class does
+      }
+      return;
+    }
+    int st = engine_.state();
+    if (st >= kStop ? stop_done_ : (st == kShutdown && !allowed_after_shutdown(t, now))) {
+      // Before shutdown_now() took this shard's tasks, it goes to the queue for it to take.
+      if (!transition(t, kPending, kCancelled)) {
+        s = t->state.load(std::memory_order_acquire);
+        continue;
+      }
+      add_out(1);
+      drop(t, true);
+      return;
+    }
+    // (A1) acq_rel: marks t queued. Pairs with the cancel CAS (C1): a cancel that fails against
+    // it reloads, sees kQueued, and posts a remove request; one that won first made this fail.
+    if (t->state.compare_exchange_weak(s, s | kQueued, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      queue_.push(t, now);
+      return;
+    }
+  }
+}
+
+// A remove request (remove-on-cancel of a queued task; counted out at cancel()).
+void Shard::remove(TaskBase* t) {
+  if (queue_.erase(t)) bury_later(t);  // the queue's reference; a due task in the FIFO stays
+                                       // until it reaches the front (then dropped)
+  bury_later(t);                       // the request's reference
+}
+
+// The policies of shutdown() (the caller has seen run_state == kShutdown; a shutdown_now()
+// racing it takes what is allowed here: it needs mu_, which the caller holds).
+bool Shard::allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept {
+  if (t->periodic()) return engine_.continue_periodic.load(std::memory_order_acquire);
+  return is_due(t, now) || engine_.exec_delayed.load(std::memory_order_acquire);
+}
+
+// ---- dropping ---------------------------------------------------------------------------------
+// A task that leaves without running (mu_ held): counted as cancelled unless cancel() counted it
+// already; its references and callable are released after mu_.
+void Shard::drop(TaskBase* t, bool drop_callable) {
+  wait_unpinned(t);
+  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  if ((s & kStateMask) == kCancelled && !(s & kRemoved)) bump(cancelled_);
+  bury_later(t, drop_callable);
+}
+
+// A task that left the queue cancelled: it leaves the count unless cancel() already took it out.
+void Shard::drop_cancelled(TaskBase* t) {
+  wait_unpinned(t);
+  if (!(t->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);
+  drop(t, false);
+}
+
+void Shard::unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave) {
+  grave.swap(graveyard_);  // graveyard_ keeps the (empty) capacity of grave
+  lk.unlock();
+  bury(grave);
+}
+
+void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
+  for (TaskBase* item : grave) {
+    auto bits = reinterpret_cast<std::uintptr_t>(item);
+    TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kDropCallable);
+    if (bits & kDropCallable) t->ops->drop_callable(t);
+    release(t);
+  }
+  grave.clear();
+}
+
+// ---- lifecycle --------------------------------------------------------------------------------
+void Shard::notify_state_changed() {
+  wait_.kick();
+  std::lock_guard lk(mu_);
+  followers_cv_.notify_all();
+}
+
+// A submission that saw the scheduler shut down only after it was enqueued. Under mu_ the shard's
+// threads are either still there (they will drain it: their exit waits for the inbox to settle)
+// or gone; then this thread drains the inbox and settles what it finds.
+void Shard::after_racing_shutdown() {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (threads_alive_ == 0) settle_after_exit();
+  else wait_.kick();
+  unlock_and_bury(lk, grave);
+}
+
+// discard_oldest: cancels the earliest-deadline pending task: the head of the timer queue or a
+// due task waiting in a runner's batch, whichever is earlier. False if there is none.
+bool Shard::make_room() {
+  std::vector<TaskBase*> grave;
+  TaskBase* staged_victim = nullptr;  // its callable goes after mu_, under a reference of ours
+  Lock lk(mu_);
+  drain_all();
+  wait_.kick();  // what was drained here may be earlier than the deadline the leader waits for
+  bool made = false;
+  while (!made) {
+    TaskBase* oldest = queue_.empty() ? nullptr : queue_.top();
+    bool in_batch = false;
+    for (auto& staged : staged_)
+      for (TaskBase* t : staged)
+        if (t != nullptr && (t->state.load(std::memory_order_acquire) & kStateMask) == kPending &&
+            (oldest == nullptr || TimerHeap::before(t, oldest))) {
+          oldest = t;
+          in_batch = true;
+        }
+    if (oldest == nullptr) break;
+    if (in_batch) {
+      // Its runner will find it cancelled and drop it; kRemoved: counted out here already.
+      if (!transition(oldest, kPending, kCancelled)) continue;  // started or cancelled meanwhile
+      oldest->state.fetch_or(kRemoved, std::memory_order_relaxed);  // its runner reads it under mu_
+      add_out(1);
+      bump(cancelled_);
+      add_ref(oldest);
+      staged_victim = oldest;
+    } else {
+      queue_.pop();
+      bool won = transition(oldest, kPending, kCancelled);  // a retained cancelled task makes room too
+      wait_unpinned(oldest);
+      if (!(oldest->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);
+      drop(oldest, won);
+    }
+    made = true;
+  }
+  unlock_and_bury(lk, grave);
+  if (staged_victim != nullptr) {
+    staged_victim->ops->drop_callable(staged_victim);
+    release(staged_victim);
+  }
+  return made;
+}
+
+void Shard::apply_shutdown() {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (threads_alive_ > 0) drain_all();
+  apply_policies();
+  wait_.kick();
+  followers_cv_.notify_all();
+  unlock_and_bury(lk, grave);
+}
+
+// Under mu_ after shutdown: cancels and removes what the policies no longer allow, and every
+// cancelled task retained in the queue. After shutdown_now() started, nothing: it takes them.
+void Shard::apply_policies() {
+  if (engine_.state() >= kStop) return;
+  std::int64_t now = engine_.now_ns();
+  std::vector<TaskBase*> gone;
+  queue_.for_each([&](TaskBase* t) {
+    std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
+    if (s == kCancelled || !allowed_after_shutdown(t, now)) gone.push_back(t);
+  });
+  for (TaskBase* t : gone) {
+    queue_.erase_any(t);
+    bool won = transition(t, kPending, kCancelled);
+    wait_unpinned(t);
+    if (!(t->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);
+    drop(t, won);
+  }
+}
+
+void Shard::take_pending(std::vector<TaskBase*>& orphans) {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  drain_all();
+  std::vector<TaskBase*> pending;
+  queue_.for_each([&](TaskBase* t) { pending.push_back(t); });
+  queue_.clear();
+  for (TaskBase* t : pending) {
+    if (transition(t, kPending, kOrphan)) {
+      add_out(1);
+      orphans.push_back(t);  // the scheduler's reference now belongs to the caller
+    } else {
+      drop_cancelled(t);
+    }
+  }
+  for (std::vector<TaskBase*>& staged : staged_) {
+    for (TaskBase*& t : staged) {
+      if (t != nullptr && transition(t, kPending, kOrphan)) {
+        add_ref(t);  // the Task's; the runner releases the batch's own
+        add_out(1);
+        orphans.push_back(t);
+        t = nullptr;
+      }
+    }
+  }
+  stop_done_ = true;
+  for (TaskBase* t : running_stoppable_)
+    if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
+  wait_.kick();
+  followers_cv_.notify_all();
+  unlock_and_bury(lk, grave);
+}
+
+// The shard's last thread is gone (mu_ held): nothing may stay pending in it.
+void Shard::settle_after_exit() {
+  std::vector<TaskBase*> rest;
+  // No order is needed here: everything left is cancelled.
+  do {
+    inbox_.drain([&](TaskBase* t) { rest.push_back(t); }, [&](TaskBase* t) { remove(t); });
+  } while (inbox_.has_unconfirmed());
+  queue_.for_each([&](TaskBase* t) { rest.push_back(t); });
+  queue_.clear();
+  for (TaskBase* t : rest) {
+    bool won = transition(t, kPending, kCancelled);
+    wait_unpinned(t);
+    std::uint32_t s = t->state.load(std::memory_order_acquire);
+    if (!((s & kStateMask) == kCancelled && (s & kRemoved))) add_out(1);
+    drop(t, won);
+  }
+}
+
+void Shard::settle_if_dead() {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (threads_alive_ == 0) settle_after_exit();
+  unlock_and_bury(lk, grave);
+}
+
+bool Shard::idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now) {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  bool dead = threads_alive_ == 0;
+  bool idle = true;
+  if (running_ != 0) idle = false;
+  else if (!dead && (inbox_.drained() < submitted || inbox_.removes_done() < removes || inbox_.has_unconfirmed())) idle = false;
+  else if (!dead && !queue_.empty() && is_due(queue_.top(), now)) idle = false;
+  if (!idle) wait_.kick();
+  unlock_and_bury(lk, grave);
+  return idle;
+}
+
+ShardStats Shard::stats() const {
+  ShardStats s;
+  s.submitted = inbox_.submitted();
+  s.ran = ran_.load(std::memory_order_relaxed);
+  s.cancelled = cancelled_.load(std::memory_order_relaxed) + removes_requested_.load(std::memory_order_relaxed);
+  s.rejected = rejected_.load(std::memory_order_relaxed);
+  s.pending = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pending()));
+  s.periodic_failures = periodic_failures_.load(std::memory_order_relaxed);
+  std::lock_guard lk(mu_);
+  s.lateness = lateness_;
+  return s;
+}
+
+}  // namespace kairos::detail

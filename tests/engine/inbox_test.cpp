@@ -1,0 +1,98 @@
+// The inbox (core/src/inbox.hpp) driven by hand, without threads: FIFO confirmation by complete
+// passes, remove requests at once, and the counts lifecycle calls rely on.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include <kairos/detail/task.hpp>
+
+#include "inbox.hpp"
+
+namespace kairos::detail {
+namespace {
+
+std::vector<std::unique_ptr<TaskBase>> nodes(std::size_t n) {
+  std::vector<std::unique_ptr<TaskBase>> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back(std::make_unique<TaskBase>());
+  return v;
+}
+
+struct Sink {
+  std::vector<TaskBase*> accepted;
+  std::vector<TaskBase*> removed;
+  auto accept() { return [this](TaskBase* t) { accepted.push_back(t); }; }
+  auto remove() { return [this](TaskBase* t) { removed.push_back(t); }; }
+};
+
+TEST(Inbox, ItemsSeenInAnIncompletePassWaitForTheNextCompletePass) {
+  Inbox inbox;
+  auto n = nodes(Inbox::kChunk + 44);
+  for (auto& t : n) {
+    inbox.take_seq();
+    ASSERT_TRUE(inbox.push(t.get()));
+  }
+  Sink sink;
+  // One pass takes a full chunk: it may have missed another producer's earlier item, so
+  // nothing it saw may fire yet.
+  inbox.drain(sink.accept(), sink.remove(), 1);
+  EXPECT_TRUE(sink.accepted.empty());
+  EXPECT_TRUE(inbox.has_unconfirmed());
+  EXPECT_EQ(inbox.drained(), Inbox::kChunk);
+  // The next pass is complete (fewer than a chunk): everything seen before it is confirmed.
+  inbox.drain(sink.accept(), sink.remove(), 1);
+  ASSERT_EQ(sink.accepted.size(), Inbox::kChunk);
+  EXPECT_TRUE(inbox.has_unconfirmed());  // the 44 it saw itself
+  inbox.drain(sink.accept(), sink.remove(), 1);
+  ASSERT_EQ(sink.accepted.size(), n.size());
+  EXPECT_FALSE(inbox.has_unconfirmed());
+  for (std::size_t i = 0; i < n.size(); ++i) EXPECT_EQ(sink.accepted[i], n[i].get()) << i;
+  EXPECT_EQ(inbox.drained(), inbox.submitted());
+}
+
+TEST(Inbox, RemoveRequestsArriveAtOnceAndAreCounted) {
+  Inbox inbox;
+  auto n = nodes(3);
+  inbox.take_seq();
+  ASSERT_TRUE(inbox.push(n[0].get()));
+  ASSERT_TRUE(inbox.post_remove(n[1].get()));
+  ASSERT_TRUE(inbox.post_remove(n[2].get()));
+  EXPECT_EQ(inbox.removes_sent(), 2u);
+  EXPECT_EQ(inbox.removes_done(), 0u);
+  Sink sink;
+  inbox.drain(sink.accept(), sink.remove(), 1);
+  EXPECT_EQ(sink.removed, (std::vector<TaskBase*>{n[1].get(), n[2].get()}));  // tag stripped
+  EXPECT_TRUE(sink.accepted.empty());  // a submission waits for a complete pass after it
+  EXPECT_EQ(inbox.removes_done(), 2u);
+  inbox.drain(sink.accept(), sink.remove());
+  EXPECT_EQ(sink.accepted, (std::vector<TaskBase*>{n[0].get()}));
+}
+
+TEST(Inbox, DrainAllReturnsOnceEverythingCountedHasArrived) {
+  Inbox inbox;
+  auto n = nodes(1000);
+  for (auto& t : n) {
+    inbox.take_seq();
+    ASSERT_TRUE(inbox.push(t.get()));
+  }
+  inbox.take_seq();
+  inbox.abandon();  // a submission that took a seq and could not be enqueued
+  Sink sink;
+  inbox.drain_all(sink.accept(), sink.remove());
+  EXPECT_EQ(sink.accepted.size(), 1000u);
+  EXPECT_EQ(inbox.submitted(), 1000u);
+  EXPECT_EQ(inbox.drained(), 1000u);
+  EXPECT_FALSE(inbox.has_unconfirmed());
+}
+
+TEST(Inbox, CapacityBoundedSeqsStopAtTheBound) {
+  Inbox inbox;
+  std::uint64_t seq = 0;
+  int taken = 0;
+  while (inbox.take_seq_if(seq, [](std::uint64_t s) { return s < 5; })) ++taken;
+  EXPECT_EQ(taken, 5);
+  EXPECT_EQ(inbox.seqs_taken(), 5u);
+}
+
+}  // namespace
+}  // namespace kairos::detail

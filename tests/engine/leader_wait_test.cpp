@@ -1,0 +1,54 @@
+// The leader's wait (core/src/leader_wait.hpp) driven by hand: who kicks, and when a wait ends.
+#include <gtest/gtest.h>
+
+#include "leader_wait.hpp"
+
+namespace kairos::detail {
+namespace {
+
+TEST(LeaderWait, OnlyAnEarlierDeadlineKicksAnArmedLeaderAndOnlyOnce) {
+  LeaderWait w;
+  w.arm(1000);
+  std::uint32_t e = w.wake_epoch();
+  w.notify_earlier(1000);  // not earlier
+  w.notify_earlier(5000);
+  EXPECT_EQ(w.wake_epoch(), e);
+  w.notify_earlier(999);  // earlier: wins armed -> awake, kicks
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+  w.notify_earlier(1);  // the leader is being woken already: no second kick
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+}
+
+TEST(LeaderWait, AnAwakeLeaderIsNeverKickedBySubmissions) {
+  LeaderWait w;
+  std::uint32_t e = w.wake_epoch();
+  w.notify_earlier(kMinNs + 1);
+  w.arm(100);
+  w.disarm();
+  w.notify_earlier(0);
+  EXPECT_EQ(w.wake_epoch(), e);
+}
+
+TEST(LeaderWait, ALeaderWaitingWithNoDeadlineIsKickedByAnyTask) {
+  LeaderWait w;
+  w.arm(kMaxNs);
+  std::uint32_t e = w.wake_epoch();
+  w.notify_earlier(kMaxNs);  // also one due at the end of a ManualClock's time
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+}
+
+TEST(LeaderWait, SleepEndsAtItsDeadlineOrAtOnceAfterAKick) {
+  LeaderWait w;
+  std::uint32_t e = w.wake_epoch();
+  EXPECT_TRUE(w.sleep_until(e, steady_now_ns() + 1'000'000));  // 1 ms: times out
+  w.kick();
+  std::int64_t t0 = steady_now_ns();
+  EXPECT_FALSE(w.sleep_until(e, steady_now_ns() + 60'000'000'000));  // the epoch moved on
+  EXPECT_LT(steady_now_ns() - t0, 10'000'000'000);
+  t0 = steady_now_ns();
+  w.spin_until(e, t0 + 60'000'000'000);  // returns at once as well
+  EXPECT_LT(steady_now_ns() - t0, 10'000'000'000);
+}
+
+}  // namespace
+}  // namespace kairos::detail
