@@ -13,7 +13,9 @@
 //   7  a constructor that could not start all its threads threw and left the started ones
 //      running for ever;
 //   8  is_periodic() read the task's flags while a run whose next deadline saturates wrote them
-//      (data race; ThreadSanitizer).
+//      (data race; ThreadSanitizer);
+//   2b the loss of 2 through a policy setter racing shutdown_now();
+//   9  shutdown() took time quadratic in the due tasks it removed (the due FIFO's erase_any).
 // (4, task-pool growth with overlapping short-lived submitting threads, has its own churn test.)
 // A hang is turned into a failure with a message (watchdogs); no test depends on a sleep.
 // Each test is DISABLED_ until the fix of its defect is in; the fix enables it.
@@ -237,6 +239,62 @@ TEST(Regression, DISABLED_ShutdownRacingShutdownNowLosesNoReturnedTask) {
   EXPECT_EQ(bad_rounds, 0) << report;
 }
 
+// 2b: the same loss through a policy setter. After a quiet shutdown() (periodic tasks kept by
+// the continue policy), one thread turns that policy off while another calls shutdown_now().
+// The setter's pass must cancel only what the policy covers (periodic tasks); before the fix
+// it cancelled every delayed one-shot on the shards shutdown_now() had not reached yet.
+TEST(Regression, DISABLED_PolicySetterRacingShutdownNowLosesNoReturnedTask) {
+  Watchdog dog("a policy setter racing shutdown_now()", 240s);
+  constexpr unsigned kShards = 4;
+  const int per_shard = sanitized_build() ? 5'000 : 25'000;
+  const std::size_t total = static_cast<std::size_t>(per_shard) * kShards;
+  int bad_rounds = 0;
+  std::string report;
+  for (int round = 0; round < 4; ++round) {
+    kairos::Options o;
+    o.shards = kShards;
+    o.threads_per_shard = 1;
+    o.wait = kairos::WaitPolicy::sleep();
+    o.continue_existing_periodic_tasks_after_shutdown = true;
+    kairos::Scheduler s(o);
+    SlowToDestroy::Shared slow;
+    std::atomic<bool> setter_done{false};
+    std::vector<kairos::ScheduledFuture<void>> futures(total);
+    {
+      std::vector<std::thread> producers;
+      for (unsigned p = 0; p < kShards; ++p)
+        producers.emplace_back([&, p] {
+          (void)s.schedule_at_fixed_rate([c = SlowToDestroy(&slow)] {}, 1h, 1h);
+          for (int i = 0; i < per_shard; ++i)
+            futures[p * static_cast<std::size_t>(per_shard) + static_cast<std::size_t>(i)] = s.schedule([] {}, 1h);
+        });
+      for (auto& t : producers) t.join();
+    }
+    s.shutdown();  // keeps everything: delayed one-shots and (continue policy) periodic tasks
+    std::thread setter([&] {
+      s.set_continue_existing_periodic_tasks_after_shutdown(false);
+      setter_done.store(true);
+    });
+    spin_until([&] { return slow.in_destructor.load() || setter_done.load(); });
+    slow.racer_ready.store(true);
+    std::vector<kairos::Task> returned_tasks = s.shutdown_now();
+    setter.join();
+    std::size_t returned = 0;
+    for (kairos::Task& t : returned_tasks) returned += t.is_periodic() ? 0 : 1;
+    std::size_t cancelled = 0;
+    for (auto& f : futures) cancelled += f.is_cancelled() ? 1 : 0;
+    if (returned != total) {
+      ++bad_rounds;
+      report += "round " + std::to_string(round) + ": shutdown_now() returned " + std::to_string(returned) +
+                " of " + std::to_string(total) + " pending delayed one-shot tasks; " + std::to_string(cancelled) +
+                " completed as cancelled by a setter of the periodic policy\n";
+    }
+    returned_tasks.clear();
+    ASSERT_TRUE(s.await_termination(30s));
+  }
+  EXPECT_EQ(bad_rounds, 0) << report;
+}
+
 // ---- 3 ----------------------------------------------------------------------------------------
 // An object captured by a task calls the scheduler from its destructor; the scheduler drops the
 // last reference. Before the fix it destroyed the callable with its shard lock held (after a
@@ -388,6 +446,50 @@ TEST(Regression, DISABLED_DestructorOfCaptureMayCallTheScheduler) {
     std::_Exit(3);  // the hung threads hold the schedulers' locks: nothing can be cleaned up
   }
   for (auto& sc : scenarios) sc->thread.join();
+}
+
+// ---- 9 ----------------------------------------------------------------------------------------
+// shutdown() must take time linear in what it removes. Due tasks wait in the shard's due FIFO
+// (timer_queue.hpp) when the runner is behind: an overloaded one-thread shard, or, as here,
+// discard_oldest draining the inbox while the only thread runs a long task. Before the fix
+// shutdown()'s policy pass removed each cancelled FIFO task with TimerQueue::erase_any(), which
+// copies the whole FIFO: quadratic (40,000 due periodic tasks: ~13 s with the shard lock held,
+// against ~10 ms for the same tasks in the heap). The same pass runs for a policy setter after
+// shutdown() and for cancelled-but-retained due tasks.
+double shutdown_ms_with_backlog(int n, bool due) {
+  kairos::Options o = one_thread();
+  o.capacity = static_cast<std::size_t>(n) + 1;
+  o.rejection = kairos::Rejection::discard_oldest;
+  kairos::Scheduler s(o);
+  Gate gate;
+  std::atomic<bool> started{false};
+  auto blocker = s.submit([&] {
+    started.store(true);
+    gate.wait();
+  });
+  EXPECT_TRUE(eventually([&] { return started.load(); }));
+  // n periodic tasks (the continue policy is off: shutdown() cancels them all), due at once or
+  // in an hour; the only thread is busy, so they wait in the inbox.
+  for (int i = 0; i < n; ++i) (void)s.schedule_at_fixed_rate([] {}, due ? 0h : 1h, 1h);
+  (void)s.schedule([] {}, 1h);  // the shard is full
+  (void)s.schedule([] {}, 2h);  // discard_oldest drains the inbox: due tasks into the FIFO
+  auto t0 = std::chrono::steady_clock::now();
+  s.shutdown();
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  gate.open();
+  (void)s.shutdown_now();
+  EXPECT_TRUE(s.await_termination(60s));
+  return ms;
+}
+
+TEST(Regression, DISABLED_ShutdownTimeIsLinearInTheDueBacklog) {
+  Watchdog dog("shutdown() with a due backlog", 600s);
+  const int n = sanitized_build() ? 20'000 : 40'000;
+  double heap_ms = shutdown_ms_with_backlog(n, false);
+  double fifo_ms = shutdown_ms_with_backlog(n, true);
+  EXPECT_LE(fifo_ms, 20 * heap_ms + 250)
+      << "shutdown() took " << fifo_ms << " ms to cancel " << n << " due periodic tasks, against " << heap_ms
+      << " ms for as many delayed ones: quadratic in the due backlog";
 }
 
 // ---- 5 ----------------------------------------------------------------------------------------
