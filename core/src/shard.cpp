@@ -478,12 +478,13 @@ void Shard::apply_policies() {
   if (engine_.state() >= kStop) return;
   std::int64_t now = engine_.now_ns();
   std::vector<TaskBase*> gone;
-  queue_.for_each([&](TaskBase* t) {
-    std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
-    if (s == kCancelled || !allowed_after_shutdown(t, now)) gone.push_back(t);
-  });
+  queue_.remove_if(
+      [&](TaskBase* t) {
+        std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
+        return s == kCancelled || !allowed_after_shutdown(t, now);
+      },
+      [&](TaskBase* t) { gone.push_back(t); });
   for (TaskBase* t : gone) {
-    queue_.erase_any(t);
     bool won = transition(t, kPending, kCancelled);
     wait_unpinned(t);
     if (!(t->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);

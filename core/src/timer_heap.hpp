@@ -56,6 +56,15 @@ class TimerHeap {
 
   void reserve(std::size_t n) { v_.reserve(n); }
 
+  // Replaces the contents with `items` (any order) and restores heap order: O(n).
+  void assign(std::vector<TaskBase*> items) noexcept {
+    for (TaskBase* t : v_) t->heap_index = kNotInHeap;
+    v_ = std::move(items);
+    for (std::size_t i = 0; i < v_.size(); ++i) v_[i]->heap_index = static_cast<std::uint32_t>(i);
+    for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
+      if (i < v_.size()) sift_down(i);
+  }
+
   // Heap order and every heap_index; tests call it.
   bool check_invariants() const noexcept {
     for (std::size_t i = 0; i < v_.size(); ++i) {

@@ -58,23 +58,28 @@ class TimerQueue {
   // Remove-on-cancel: O(log n) for heap tasks; false (left in place) for FIFO tasks.
   bool erase(TaskBase* t) noexcept { return t->heap_index != kInFifo && heap_.erase(t); }
 
-  // Cold paths (shutdown, policies): removes t wherever it is.
-  void erase_any(TaskBase* t) {
-    if (t->heap_index != kInFifo) {
-      heap_.erase(t);
-      return;
+  // Cold paths (shutdown, policies): removes every task for which pred(t) holds, wherever it
+  // is, and hands it to out(t). O(n): the heap is rebuilt once, the FIFO filtered in place.
+  template <class Pred, class Out>
+  void remove_if(Pred&& pred, Out&& out) {
+    std::vector<TaskBase*> kept;
+    kept.reserve(heap_.size());
+    for (TaskBase* t : heap_.items()) {
+      if (pred(t)) out(t);
+      else kept.push_back(t);
     }
-    std::vector<TaskBase*> keep;
-    for_each([&](TaskBase* x) {
-      if (x != t && x->heap_index == kInFifo) keep.push_back(x);
-    });
-    clear_fifo();
-    for (TaskBase* x : keep) {
-      if (fifo_size_ == fifo_.size()) grow();
-      fifo_[(head_ + fifo_size_) & (fifo_.size() - 1)] = x;
-      ++fifo_size_;
+    heap_.assign(std::move(kept));
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < fifo_size_; ++i) {
+      TaskBase* t = fifo_[(head_ + i) & (fifo_.size() - 1)];
+      if (pred(t)) {
+        t->heap_index = kNotInHeap;
+        out(t);
+      } else {
+        fifo_[(head_ + n++) & (fifo_.size() - 1)] = t;
+      }
     }
-    t->heap_index = kNotInHeap;
+    fifo_size_ = n;
   }
 
   template <class Fn>

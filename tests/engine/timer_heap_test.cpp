@@ -55,7 +55,9 @@ TEST(TimerHeap, RandomPushPopEraseMatchesAnOrderedSet) {
       ref.erase({t->deadline, t->seq});
       std::erase(in, t);
     }
-    if (step % 997 == 0) ASSERT_TRUE(heap.check_invariants());
+    if (step % 997 == 0) {
+      ASSERT_TRUE(heap.check_invariants());
+    }
     ASSERT_EQ(heap.size(), ref.size());
   }
 }
@@ -116,9 +118,42 @@ TEST(TimerQueue, EraseLeavesFifoTasksAndRemovesHeapTasks) {
   EXPECT_EQ(nodes[0]->heap_index, kInFifo);
   EXPECT_FALSE(q.erase(nodes[0].get()));
   EXPECT_TRUE(q.erase(nodes[1].get()));
-  q.erase_any(nodes[0].get());
+  std::vector<TaskBase*> out;
+  q.remove_if([&](TaskBase* t) { return t == nodes[0].get(); }, [&](TaskBase* t) { out.push_back(t); });
+  EXPECT_EQ(out, std::vector<TaskBase*>{nodes[0].get()});
+  EXPECT_EQ(nodes[0]->heap_index, kNotInHeap);
   EXPECT_EQ(q.size(), 1u);
   EXPECT_EQ(q.pop(), nodes[2].get());
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(TimerQueue, RemoveIfKeepsOrderOfBothPartsAgainstAnOrderedSet) {
+  std::mt19937_64 rng(99);
+  auto nodes = make_nodes(4000);
+  TimerQueue q;
+  std::set<Key> ref;
+  std::int64_t now = 1000;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    TaskBase* t = nodes[i].get();
+    t->deadline = static_cast<std::int64_t>(rng() % 2000);  // about half due: FIFO or heap
+    t->seq = i;
+    q.push(t, now);
+    ref.insert({t->deadline, t->seq});
+  }
+  std::vector<TaskBase*> out;
+  q.remove_if([](TaskBase* t) { return t->seq % 3 == 0; }, [&](TaskBase* t) { out.push_back(t); });
+  for (TaskBase* t : out) {
+    EXPECT_EQ(t->heap_index, kNotInHeap);
+    ref.erase({t->deadline, t->seq});
+  }
+  EXPECT_EQ(out.size(), (nodes.size() + 2) / 3);
+  EXPECT_TRUE(q.heap().check_invariants());
+  while (!ref.empty()) {
+    ASSERT_FALSE(q.empty());
+    TaskBase* t = q.pop();
+    ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
+    ref.erase(ref.begin());
+  }
   EXPECT_TRUE(q.empty());
 }
 
