@@ -1,12 +1,66 @@
 // task_pool.cpp: see kairos/detail/task_pool.hpp for the contract.
 //
-// Ownership: a free node belongs to exactly one place at a time: a thread's `head` list, one of
-// its `spare` chains, or one chain on a class's global stack. Chains move between threads only
-// through the global stack: push is a CAS (release: the chain's links are written before),
-// take is exchange(nullptr) (acquire: sees those links). Nobody pops a single chain off the
-// shared stack, so the ABA problem of a Treiber pop does not arise.
+// Ownership (who may touch what):
+//   ThreadCache (t_cache)     the thread it belongs to, only. Its `loaded` and `previous`
+//                             magazines belong to that thread while they are there.
+//   Magazine                  exactly one owner at a time: a thread's cache, one of its class's
+//                             SharedStacks (full or empty), or the parked list of the tests. The
+//                             owner alone writes `count`, `slots` and `next`; a magazine and the
+//                             free nodes it points to change owner only through a SharedStack
+//                             (push (D1) / pop (D2)) or under g_parked_mu.
+//   LooseNode                 a free node kept singly because no magazine could be had (out of
+//                             memory); owned like a magazine, through the `loose` SharedStack.
+//   SharedStack::top_         any thread pushes (CAS); removals (pop, take_all) hold pop_mu_.
+//   Depot::cur, end           the class's current slab and its bump pointer: carve_mu.
+//   Depot::ready              a populated slab nobody has carved yet: stored only by the holder
+//                             of `preparing` when it is null (R1), taken by carve() (R2).
+//   Depot::preparing          a try-lock: one preparer per class at a time (L1/L2).
+//   Depot::unpopulated        a slab carve() grew without populating it: set by carve (U1),
+//                             taken by a preparer (U2), who populates it in place.
+//   g_want                    bit c: class c may have no ready slab (W1 sets, W2 clears).
+//   g_slabs                   every slab ever taken (keeps them reachable): g_registry_mu.
+//   g_parked_*                free nodes set aside by the tests: g_parked_mu.
+//   counters                  relaxed statistics; nothing is ordered by them.
+//
+// Atomic edges (each operation below names its partner):
+//   (D1) push: CAS release, publishes the element's `next`, a magazine's slots, and the nodes'
+//        last writes (the freeing thread's destructor, its ASan poison) -> pairs with (D2).
+//   (D2) pop / take_all: acquire load and CAS of `top_`; reads the element (D1) published.
+//   (R1) prepare: ready.store release, publishes the populated slab -> pairs with (R2).
+//   (R2) carve: ready.exchange seq_cst takes it (acquire side of R1), then
+//   (W1) carve: g_want.fetch_or seq_cst asks for the next one. The preparer does
+//   (W2) g_want.fetch_and seq_cst, then (R3) ready.load seq_cst. Dekker pair: in the single
+//        order S of these four, if R3 reads the slab R2 takes then R3 <S R2, so
+//        W2 <S R3 <S R2 <S W1 and the bit W1 sets survives W2: no request is lost. If R3 reads
+//        null the preparer fills the slot itself.
+//   (W3) task_pool_prepare: g_want.load relaxed, a hint: a bit missed now stays set (only W2
+//        clears it, and only before checking R3) and is seen by a later call.
+//   (L1) preparing.exchange acquire / (L2) preparing.store release: the try-lock; L1 seeing the
+//        last L2 orders the previous preparer's R1 before this one's R3, so a slab stored is
+//        never overwritten (the store happens only after R3 read null and only under the lock).
+//   (A1) set_slab_allocator_for_testing store release -> (A2) load acquire in new_slab.
+//   (U1) carve: unpopulated.store relaxed -> (U2) prepare: exchange relaxed. Only an address
+//        travels: slabs are never freed, and the kernel populates without changing a byte.
+//
+// ABA: removals from a SharedStack (pop and take_all) hold its pop_mu_, so at most one thread
+// removes at a time; pushes only CAS the top (they read no shared element). While the remover
+// holds x = top, x stays in the stack (only the remover could take it), so x cannot be pushed
+// again; a push after the remover's load makes top a different element, and top can only return
+// to x by removing that element, which only the remover does. So when the CAS finds top == x,
+// nothing was pushed or removed meanwhile and x->next, written before x's push (D1), is current.
+//
+// Memory bound (issue: threads that overlap must not grow the pool): a node is carved only when
+// the thread's two magazines are empty, the class's stack of full magazines is empty, and no
+// loose node exists. Every free node is in a thread's magazines (at most 2 x kMagazineSlots per
+// thread alive and class), on the full stack, or loose; an exiting thread pushes its magazines.
+// So carved nodes <= the peak of live nodes + 2 x kMagazineSlots x threads alive (+ the pushes in
+// flight, one per thread alive), whatever the number of threads that came and went.
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -24,167 +78,469 @@
 namespace kairos::detail {
 namespace {
 
-constexpr std::size_t kChainLength = 64;         // nodes handed between threads at once
-constexpr std::size_t kSlabBytes = 256 * 1024;   // one growth step of a class
+constexpr std::size_t kPageBytes = 4096;
+constexpr std::size_t kSlabHeaderBytes = 64;  // SlabHeader, padded: nodes start on a cache line
+static_assert(kClassCount <= 32, "g_want has one bit per class");
 
-struct FreeNode {
-  FreeNode* next;        // within a chain
-  FreeNode* next_chain;  // on a stack of chains (valid on a chain's first node)
-  std::size_t length;    // of the chain (valid on a chain's first node)
+struct Magazine {
+  Magazine* next = nullptr;  // on a SharedStack
+  std::size_t count = 0;     // slots in use; while loaded in a cache, the cache's `top` rules
+  void* slots[kMagazineSlots];
 };
-static_assert(sizeof(FreeNode) <= kClassSizes[0]);
 
-std::atomic<SlabAllocFn> g_slab_alloc{nullptr};
+struct LooseNode {
+  LooseNode* next;
+};
+static_assert(sizeof(LooseNode) <= kClassSizes[0]);
 
-void* default_slab() noexcept { return ::operator new(kSlabBytes, std::nothrow); }
-std::atomic<std::size_t> g_slab_bytes{0};
+struct SlabHeader {
+  SlabHeader* next;  // g_slabs
+};
+static_assert(sizeof(SlabHeader) <= kSlabHeaderBytes);
 
-struct ClassPool {
-  std::atomic<FreeNode*> chains{nullptr};  // global stack of chains
-  std::mutex grow_mu;                      // carving a slab
-  char* cur = nullptr;                     // grow_mu
-  char* end = nullptr;                     // grow_mu
+// A stack of elements with a `next` field: push from any thread, remove under pop_mu_.
+template <class T>
+class alignas(64) SharedStack {
+ public:
+  constexpr SharedStack() = default;
 
-  void push_chain(FreeNode* first, std::size_t length) noexcept {
-    first->length = length;
-    FreeNode* top = chains.load(std::memory_order_relaxed);
+  void push(T* x) noexcept {
+    // (D0) relaxed: a first guess of the top; the CAS below checks it.
+    T* top = top_.load(std::memory_order_relaxed);
     do {
-      first->next_chain = top;
-    } while (!chains.compare_exchange_weak(top, first, std::memory_order_release, std::memory_order_relaxed));
+      x->next = top;
+      // (D1) release: publishes x (its next, its contents, the nodes it names); pairs with (D2).
+    } while (!top_.compare_exchange_weak(top, x, std::memory_order_release, std::memory_order_relaxed));
   }
 
-  // Carves up to kChainLength nodes of `size` bytes into a list; throws std::bad_alloc.
-  FreeNode* grow(std::size_t size, std::size_t& got) {
-    std::lock_guard lock(grow_mu);
-    FreeNode* list = nullptr;
-    got = 0;
-    while (got < kChainLength) {
-      if (cur == nullptr || static_cast<std::size_t>(end - cur) < size) {
-        if (got > 0) break;
-        SlabAllocFn fn = g_slab_alloc.load(std::memory_order_acquire);
-        void* slab = fn ? fn(kSlabBytes) : default_slab();
-        if (slab == nullptr) throw std::bad_alloc();
-        g_slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
-        cur = static_cast<char*>(slab);
-        end = cur + kSlabBytes;
-      }
-      auto* n = reinterpret_cast<FreeNode*>(cur);
-      cur += size;
-      n->next = list;
-      list = n;
-      ++got;
+  T* pop() noexcept {
+    // (D3) relaxed: a hint that spares an empty stack the lock; a push it misses is one in flight.
+    if (top_.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    std::lock_guard lock(pop_mu_);
+    // (D2) acquire: sees x->next and x's contents as its pusher's (D1) published them.
+    T* x = top_.load(std::memory_order_acquire);
+    // (D2) acquire on both outcomes: a failed CAS reloads x, which is then read the same way.
+    while (x != nullptr &&
+           !top_.compare_exchange_weak(x, x->next, std::memory_order_acquire, std::memory_order_acquire)) {
     }
-    return list;
+    return x;
   }
+
+  T* take_all() noexcept {
+    std::lock_guard lock(pop_mu_);
+    // (D2) acquire: the whole chain, as its pushers' (D1) published it.
+    return top_.exchange(nullptr, std::memory_order_acquire);
+  }
+
+ private:
+  std::atomic<T*> top_{nullptr};
+  std::mutex pop_mu_;  // held by every removal: see "ABA" above
 };
 
-ClassPool g_pools[kClassCount];
+struct Depot {
+  SharedStack<Magazine> full;  // magazines holding at least one node (full but for exits')
+  SharedStack<Magazine> empty;
+  SharedStack<LooseNode> loose;
+  alignas(64) std::mutex carve_mu;
+  char* cur = nullptr;  // carve_mu: the current slab's bump pointer
+  char* end = nullptr;  // carve_mu
+  alignas(64) std::atomic<char*> ready{nullptr};
+  std::atomic<bool> preparing{false};
+  std::atomic<char*> unpopulated{nullptr};  // a slab carve() took unpopulated, for prepare to populate
+};
 
+constinit Depot g_depots[kClassCount];
+constinit std::atomic<std::uint32_t> g_want{0};
+constinit std::atomic<SlabAllocFn> g_slab_alloc{nullptr};
+
+constinit std::atomic<std::size_t> g_slab_bytes{0};
+constinit std::atomic<std::uint64_t> g_slabs_prepared{0};
+constinit std::atomic<std::uint64_t> g_slabs_grown_by_alloc{0};
+constinit std::atomic<std::uint64_t> g_magazines{0};
+constinit std::atomic<std::uint64_t> g_spilled_frees{0};
+
+constinit std::mutex g_registry_mu;
+constinit SlabHeader* g_slabs = nullptr;  // g_registry_mu
+
+// ---- slabs ------------------------------------------------------------------------------------
+
+void* default_slab() noexcept { return ::operator new(kSlabBytes, std::align_val_t{kPageBytes}, std::nothrow); }
+
+// Faults the slab's pages in from the kernel's side: the contents of a page already present do
+// not change, so this may run while other threads use the slab. False if it cannot (kernels
+// before 5.14, a test allocator's slab that is not page-aligned).
+bool populate_in_place(void* slab) noexcept {
+  auto addr = reinterpret_cast<std::uintptr_t>(slab);
+  return addr % kPageBytes == 0 && ::madvise(slab, kSlabBytes, MADV_POPULATE_WRITE) == 0;
+}
+
+// Faults every page of a slab nobody uses yet in now, so that no node carved from it faults.
+void populate(void* slab) noexcept {
+  if (populate_in_place(slab)) return;
+  auto* bytes = static_cast<volatile char*>(slab);  // touch one byte per page
+  for (std::size_t off = 0; off < kSlabBytes; off += kPageBytes) bytes[off] = 0;
+  bytes[kSlabBytes - 1] = 0;
+}
+
+// A registered slab (its nodes poisoned), populated if asked, or nullptr when the allocator
+// refuses.
+char* new_slab(bool populated) noexcept {
+  // (A2) acquire: pairs with (A1); the function pointer is all it carries.
+  SlabAllocFn fn = g_slab_alloc.load(std::memory_order_acquire);
+  void* raw = fn ? fn(kSlabBytes) : default_slab();
+  if (raw == nullptr) return nullptr;
+  if (populated) populate(raw);
+  auto* header = static_cast<SlabHeader*>(raw);
+  {
+    std::lock_guard lock(g_registry_mu);
+    header->next = g_slabs;
+    g_slabs = header;
+  }
+  g_slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);  // statistic
+  char* slab = static_cast<char*>(raw);
+  KAIROS_POISON(slab + kSlabHeaderBytes, kSlabBytes - kSlabHeaderBytes);
+  return slab;
+}
+
+// Fills the empty magazine m with up to kMagazineSlots fresh nodes of class cls, lowest address
+// on top (handed out first); throws std::bad_alloc when a slab is needed and none can be had.
+void carve(std::uint8_t cls, Magazine& m) {
+  Depot& d = g_depots[cls];
+  const std::size_t size = kClassSizes[cls];
+  std::lock_guard lock(d.carve_mu);
+  if (static_cast<std::size_t>(d.end - d.cur) < size) {
+    // (R2) seq_cst: takes the slab (acquire side of R1: its pages and poison are visible);
+    // first half of the Dekker pair with the preparer's (W2)/(R3).
+    char* slab = d.ready.exchange(nullptr, std::memory_order_seq_cst);
+    // (W1) seq_cst: asks task_pool_prepare() for the next one; second half of the pair.
+    g_want.fetch_or(1u << cls, std::memory_order_seq_cst);
+    if (slab == nullptr) {
+      // None ready: grow here. The first slab of a class is populated at once (a one-time cost);
+      // later ones are not: populating takes ~64 page faults' time in one stall (300 us on a
+      // VM), so the pages fault one at a time instead, unless task_pool_prepare() populates them
+      // first (W1 asks it to).
+      const bool first = d.cur == nullptr;
+      slab = new_slab(first);
+      if (slab == nullptr) throw std::bad_alloc();
+      g_slabs_grown_by_alloc.fetch_add(1, std::memory_order_relaxed);  // statistic
+      // (U1) relaxed: only the address travels (slabs are never freed, and populating changes no
+      // byte of the slab); pairs with (U2).
+      if (!first) d.unpopulated.store(slab, std::memory_order_relaxed);
+    }
+    d.cur = slab + kSlabHeaderBytes;
+    d.end = slab + kSlabBytes;
+  }
+  const std::size_t n = std::min(kMagazineSlots, static_cast<std::size_t>(d.end - d.cur) / size);
+  for (std::size_t i = 0; i < n; ++i) m.slots[n - 1 - i] = d.cur + i * size;
+  d.cur += n * size;
+  m.count = n;
+}
+
+// ---- magazines --------------------------------------------------------------------------------
+
+Magazine* empty_magazine(Depot& d) noexcept {
+  if (Magazine* m = d.empty.pop()) return m;
+  auto* m = new (std::nothrow) Magazine;
+  if (m != nullptr) g_magazines.fetch_add(1, std::memory_order_relaxed);  // statistic
+  return m;
+}
+
+// Hands a magazine to the depot: onto the full stack if it holds a node, else the empty one.
+void give_back(Depot& d, Magazine* m) noexcept {
+  if (m->count != 0) d.full.push(m);
+  else d.empty.push(m);
+}
+
+// ---- the per-thread cache ---------------------------------------------------------------------
+
+struct ClassCache {
+  void** top = nullptr;     // loaded->slots + nodes held; pop *--top, push *top++
+  void** bottom = nullptr;  // loaded->slots (top == bottom: empty, or no magazine)
+  void** limit = nullptr;   // loaded->slots + kMagazineSlots (top == limit: full, or no magazine)
+  Magazine* loaded = nullptr;
+  Magazine* previous = nullptr;  // empty or full, never partly filled (or none)
+
+  void load(Magazine* m) noexcept {
+    loaded = m;
+    bottom = m->slots;
+    top = m->slots + m->count;
+    limit = m->slots + kMagazineSlots;
+  }
+  void store_count() noexcept { loaded->count = static_cast<std::size_t>(top - bottom); }
+};
+
+// Trivial, constant-initialised: the fast paths reach it without a TLS guard. Its exit hook is a
+// separate thread_local, armed by the slow paths (the fast paths need a magazine, which only a
+// slow path loads).
 struct ThreadCache {
-  struct PerClass {
-    FreeNode* head = nullptr;   // nodes ready to hand out
-    std::size_t count = 0;
-    FreeNode* spare = nullptr;  // chains taken from the global stack, not yet opened
-  };
-  PerClass cls[kClassCount];
+  ClassCache cls[kClassCount];
+  bool hooked = false;  // t_exit_hook armed
+  bool exited = false;  // t_exit_hook ran: slow paths flush after themselves from now on
+};
+constinit thread_local ThreadCache t_cache{};
 
-  ~ThreadCache() { flush(); }
-
-  void flush() noexcept {
-    for (std::size_t c = 0; c < kClassCount; ++c) {
-      PerClass& pc = cls[c];
-      if (pc.head) g_pools[c].push_chain(pc.head, pc.count);
-      while (pc.spare) {
-        FreeNode* next = pc.spare->next_chain;
-        g_pools[c].push_chain(pc.spare, pc.spare->length);
-        pc.spare = next;
-      }
-      pc = PerClass{};
+void flush(ThreadCache& t) noexcept {
+  for (std::size_t c = 0; c < kClassCount; ++c) {
+    ClassCache& cc = t.cls[c];
+    if (cc.loaded != nullptr) {
+      cc.store_count();
+      give_back(g_depots[c], cc.loaded);
     }
+    if (cc.previous != nullptr) give_back(g_depots[c], cc.previous);
+    cc = ClassCache{};
+  }
+}
+
+struct ExitHook {
+  bool armed = false;
+  ~ExitHook() {
+    t_cache.exited = true;
+    flush(t_cache);
   }
 };
+thread_local ExitHook t_exit_hook;
 
-thread_local ThreadCache t_cache;
+void arm_exit_hook(ThreadCache& t) noexcept {
+  if (t.hooked || t.exited) return;
+  t_exit_hook.armed = true;  // constructs it, registering its destructor for this thread's exit
+  t.hooked = true;
+}
+
+// Prefetches a freshly loaded magazine's slots (another thread wrote them).
+void prefetch_slots(const ClassCache& c) noexcept {
+  for (void** p = c.bottom; p < c.top; p += 64 / sizeof(void*)) __builtin_prefetch(p, 0, 3);
+}
+
+// Asks for the line at p in the exclusive state (the caller will write it): a node freed by
+// another core is still in that core's cache. PREFETCHW is a no-op on cores that lack it.
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+// Takes the next node off the loaded magazine (not empty), prefetching the one after it.
+inline void* pop_node(ClassCache& c, std::uint8_t cls) noexcept {
+  void* p = *--c.top;
+  if (c.top != c.bottom) prefetch_for_write(c.top[-1]);
+  KAIROS_UNPOISON(p, kClassSizes[cls]);
+  return p;
+}
+
+[[gnu::noinline]] void* alloc_slow(std::uint8_t cls) {
+  ThreadCache& t = t_cache;
+  ClassCache& c = t.cls[cls];
+  Depot& d = g_depots[cls];
+  arm_exit_hook(t);
+  if (c.loaded != nullptr) {  // loaded is empty
+    c.loaded->count = 0;
+    if (c.previous != nullptr && c.previous->count != 0) {  // previous is full: swap
+      Magazine* full = c.previous;
+      c.previous = c.loaded;
+      c.load(full);
+    } else if (Magazine* m = d.full.pop()) {
+      if (c.previous != nullptr) d.empty.push(c.previous);
+      c.previous = c.loaded;
+      c.load(m);
+      prefetch_slots(c);
+    }
+  } else if (Magazine* m = d.full.pop()) {
+    c.load(m);
+    prefetch_slots(c);
+  }
+  if (c.top == c.bottom) {
+    if (LooseNode* n = d.loose.pop()) {
+      KAIROS_UNPOISON(n, kClassSizes[cls]);
+      if (t.exited) flush(t);
+      return n;
+    }
+    try {
+      if (c.loaded == nullptr) {
+        Magazine* m = empty_magazine(d);
+        if (m == nullptr) throw std::bad_alloc();
+        c.load(m);
+      }
+      carve(cls, *c.loaded);
+      c.load(c.loaded);
+    } catch (...) {
+      if (t.exited) flush(t);
+      throw;
+    }
+  }
+  void* p = pop_node(c, cls);
+  if (t.exited) flush(t);
+  return p;
+}
+
+// A free that finds no magazine (out of memory): the node is kept singly.
+void spill(Depot& d, void* p) noexcept {
+  auto* n = static_cast<LooseNode*>(p);
+  KAIROS_UNPOISON(n, sizeof(LooseNode));
+  d.loose.push(n);
+  g_spilled_frees.fetch_add(1, std::memory_order_relaxed);  // statistic
+}
+
+// p is poisoned already.
+[[gnu::noinline]] void free_slow(void* p, std::uint8_t cls) noexcept {
+  ThreadCache& t = t_cache;
+  ClassCache& c = t.cls[cls];
+  Depot& d = g_depots[cls];
+  arm_exit_hook(t);
+  if (c.loaded == nullptr) {
+    Magazine* m = empty_magazine(d);
+    if (m == nullptr) return spill(d, p);
+    c.load(m);
+  } else {  // loaded is full
+    if (c.previous != nullptr && c.previous->count == 0) {  // previous is empty: swap
+      Magazine* empty = c.previous;
+      c.loaded->count = kMagazineSlots;
+      c.previous = c.loaded;
+      c.load(empty);
+    } else {
+      Magazine* empty = empty_magazine(d);
+      if (empty == nullptr) return spill(d, p);
+      c.loaded->count = kMagazineSlots;
+      if (c.previous != nullptr) d.full.push(c.previous);  // previous is full: one push, 64 nodes
+      c.previous = c.loaded;
+      c.load(empty);
+    }
+  }
+  *c.top++ = p;
+  if (t.exited) flush(t);
+}
+
+// Free nodes set aside by release_thread_cache_for_testing().
+std::mutex g_parked_mu;
+Magazine* g_parked_magazines[kClassCount] = {};  // g_parked_mu
+LooseNode* g_parked_loose[kClassCount] = {};     // g_parked_mu
 
 }  // namespace
 
 void* task_alloc(std::uint8_t cls) {
-  ThreadCache::PerClass& pc = t_cache.cls[cls];
-  if (pc.head == nullptr) {
-    if (pc.spare == nullptr) pc.spare = g_pools[cls].chains.exchange(nullptr, std::memory_order_acquire);
-    if (pc.spare != nullptr) {
-      pc.head = pc.spare;
-      pc.count = pc.spare->length;
-      pc.spare = pc.spare->next_chain;
-    } else {
-      pc.head = g_pools[cls].grow(kClassSizes[cls], pc.count);
-    }
-  }
-  FreeNode* n = pc.head;
-  pc.head = n->next;
-  --pc.count;
-  if (pc.head) __builtin_prefetch(pc.head, 1);  // the next allocation's node, and its link
-  KAIROS_UNPOISON(n, kClassSizes[cls]);
-  return n;
+  ClassCache& c = t_cache.cls[cls];
+  if (c.top != c.bottom) [[likely]]
+    return pop_node(c, cls);
+  return alloc_slow(cls);
 }
 
 void task_free(void* p, std::uint8_t cls) noexcept {
-  ThreadCache::PerClass& pc = t_cache.cls[cls];
-  auto* n = static_cast<FreeNode*>(p);
-  n->next = pc.head;
-  pc.head = n;
-  ++pc.count;
-  if (pc.count >= 2 * kChainLength) {
-    // Keep kChainLength for this thread's own allocations; hand the rest to the others.
-    FreeNode* first = pc.head;
-    FreeNode* last = first;
-    for (std::size_t i = 1; i < kChainLength; ++i) last = last->next;
-    pc.head = last->next;
-    last->next = nullptr;
-    pc.count -= kChainLength;
-    g_pools[cls].push_chain(first, kChainLength);
+  ClassCache& c = t_cache.cls[cls];
+  // The whole node: a use after free of a task trips AddressSanitizer.
+  KAIROS_POISON(p, kClassSizes[cls]);
+  if (c.top != c.limit) [[likely]] {
+    *c.top++ = p;
+    return;
   }
-  // Poison all but the links, so a use after free of a task trips AddressSanitizer.
-  KAIROS_POISON(reinterpret_cast<char*>(n) + sizeof(FreeNode), kClassSizes[cls] - sizeof(FreeNode));
+  free_slow(p, cls);
 }
 
-namespace {
-// Chains taken out of circulation by release_thread_cache_for_testing(), so that the next
-// allocation has to grow; they return when the default slab allocator is restored.
-std::mutex g_parked_mu;
-FreeNode* g_parked[kClassCount] = {};
-}  // namespace
+void task_free_batch(void* const* nodes, std::size_t n, std::uint8_t cls) noexcept {
+  ClassCache& c = t_cache.cls[cls];
+  while (n != 0) {
+    auto room = static_cast<std::size_t>(c.limit - c.top);
+    if (room == 0) {
+      task_free(*nodes++, cls);  // takes the slow path: a fresh magazine, or exited
+      --n;
+      continue;
+    }
+    const std::size_t k = std::min(room, n);
+    for (std::size_t i = 0; i < k; ++i) KAIROS_POISON(nodes[i], kClassSizes[cls]);
+    std::memcpy(c.top, nodes, k * sizeof(void*));
+    c.top += k;
+    nodes += k;
+    n -= k;
+  }
+}
+
+void task_pool_prepare() noexcept {
+  // (W3) relaxed: a hint; see the edges at the top.
+  std::uint32_t want = g_want.load(std::memory_order_relaxed);
+  if (want == 0) [[likely]]
+    return;
+  for (std::uint32_t c = 0; c < kClassCount; ++c) {
+    const std::uint32_t bit = 1u << c;
+    if ((want & bit) == 0) continue;
+    Depot& d = g_depots[c];
+    // (L1) acquire: pairs with the previous preparer's (L2), after its (R1).
+    if (d.preparing.exchange(true, std::memory_order_acquire)) continue;  // another thread is at it
+    // (W2) seq_cst: clears the request before looking at the slot; pairs with (W1) via (R2)/(R3).
+    g_want.fetch_and(~bit, std::memory_order_seq_cst);
+    // (U2) relaxed: pairs with (U1); the slab an allocating thread carves from, populated ahead
+    // of its bump pointer from the kernel's side (never by writing: the slab is in use).
+    if (char* in_use = d.unpopulated.exchange(nullptr, std::memory_order_relaxed)) populate_in_place(in_use);
+    // (R3) seq_cst: the other half of the Dekker pair with (R2)/(W1).
+    if (d.ready.load(std::memory_order_seq_cst) == nullptr) {
+      if (char* slab = new_slab(true)) {
+        // (R1) release: publishes the populated, poisoned slab; pairs with (R2).
+        d.ready.store(slab, std::memory_order_release);
+        g_slabs_prepared.fetch_add(1, std::memory_order_relaxed);  // statistic
+      }
+    }
+    // (L2) release: pairs with the next preparer's (L1).
+    d.preparing.store(false, std::memory_order_release);
+  }
+}
 
 void set_slab_allocator_for_testing(SlabAllocFn fn) noexcept {
+  // (A1) release: pairs with (A2).
   g_slab_alloc.store(fn, std::memory_order_release);
   if (fn != nullptr) return;
   std::lock_guard lock(g_parked_mu);
   for (std::size_t c = 0; c < kClassCount; ++c) {
-    while (FreeNode* p = g_parked[c]) {
-      g_parked[c] = p->next_chain;
-      g_pools[c].push_chain(p, p->length);
+    while (Magazine* m = g_parked_magazines[c]) {
+      g_parked_magazines[c] = m->next;
+      g_depots[c].full.push(m);
+    }
+    while (LooseNode* n = g_parked_loose[c]) {
+      g_parked_loose[c] = n->next;
+      g_depots[c].loose.push(n);
     }
   }
 }
 
 void release_thread_cache_for_testing() noexcept {
-  t_cache.flush();
+  ThreadCache& t = t_cache;
+  flush(t);
   std::lock_guard lock(g_parked_mu);
   for (std::size_t c = 0; c < kClassCount; ++c) {
+    Depot& d = g_depots[c];
+    for (Magazine* m = d.full.take_all(); m != nullptr;) {
+      Magazine* next = m->next;
+      m->next = g_parked_magazines[c];
+      g_parked_magazines[c] = m;
+      m = next;
+    }
+    for (LooseNode* n = d.loose.take_all(); n != nullptr;) {
+      LooseNode* next = n->next;
+      n->next = g_parked_loose[c];
+      g_parked_loose[c] = n;
+      n = next;
+    }
+    bool in_use = false;
     {
-      std::lock_guard grow_lock(g_pools[c].grow_mu);  // drop the rest of the current slab (test only)
-      g_pools[c].cur = g_pools[c].end = nullptr;
+      std::lock_guard carve_lock(d.carve_mu);  // drop the rest of the current slab (tests only)
+      in_use = d.cur != nullptr;
+      d.cur = d.end = nullptr;
     }
-    FreeNode* p = g_pools[c].chains.exchange(nullptr, std::memory_order_acquire);
-    while (p) {
-      FreeNode* next = p->next_chain;
-      p->next_chain = g_parked[c];
-      g_parked[c] = p;
-      p = next;
-    }
+    // (R2) seq_cst, as in carve(): the ready slab is dropped too (it stays registered) ...
+    if (d.ready.exchange(nullptr, std::memory_order_seq_cst) != nullptr) in_use = true;
+    // (W1) seq_cst, as in carve(): ... and, for a class in use, a new one asked for.
+    if (in_use) g_want.fetch_or(1u << c, std::memory_order_seq_cst);
   }
 }
 
 std::size_t slab_bytes_reserved() noexcept { return g_slab_bytes.load(std::memory_order_relaxed); }
+
+TaskPoolStats task_pool_stats() noexcept {
+  TaskPoolStats s;
+  s.slab_bytes_reserved = g_slab_bytes.load(std::memory_order_relaxed);
+  s.slabs_prepared = g_slabs_prepared.load(std::memory_order_relaxed);
+  s.slabs_grown_by_alloc = g_slabs_grown_by_alloc.load(std::memory_order_relaxed);
+  s.magazines = g_magazines.load(std::memory_order_relaxed);
+  s.spilled_frees = g_spilled_frees.load(std::memory_order_relaxed);
+  return s;
+}
 
 }  // namespace kairos::detail

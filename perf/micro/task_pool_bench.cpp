@@ -1,13 +1,25 @@
 // task_pool_bench.cpp: the pooled node memory every submission takes (task_pool.hpp), for the
 // class of a capture-less one-shot node (56 bytes).
-//   TaskPool_AllocFree           alloc then free on one thread: the thread-local free list only
-//   TaskPool_AllocFreeBurst      one thread allocates 1,024 nodes, then frees them: the free list
-//                                overflows (chains go to the global stack) and is refilled from it
+//   TaskPool_AllocFree           alloc then free on one thread: the thread's magazine only
+//   TaskPool_AllocFreeBurst      one thread allocates 1,024 nodes, then frees them: magazines go
+//                                to the global pool full and come back from it
+//   TaskPool_AllocFreeBatch      64 allocations, then one task_free_batch of the 64 (compare with
+//                                TaskPool_AllocFreeBurst/64)
+//   TaskPool_PrepareIdle         task_pool_prepare() with nothing to do (the engine's per-loop cost)
+//   TaskPool_FreshAlloc          allocations that are never freed (a growing timer population)
+//                                while a second thread calls task_pool_prepare() as a leader
+//                                would; counters: page faults per 1M allocations on the
+//                                allocating thread, slabs that thread had to grow itself. Each
+//                                run sets the free nodes of earlier runs aside (56 MiB a run).
 //   TaskPool_CrossThread         the engine's shape: the producer allocates (a submission), a
-//                                second thread frees (the task ran); handed over through an SPSC
-//                                ring. Nodes travel back in chains through the global stack.
+//                                second thread frees (the task ran) and calls task_pool_prepare()
+//                                between tasks; handed over through an SPSC ring. Nodes travel
+//                                back in magazines through the global pool. Counter: producer
+//                                page faults per 1M allocations.
 //   TaskPool_CrossThreadRingOnly the same ring, passing a fixed pointer, no pool: subtract it from
 //                                TaskPool_CrossThread to see the pool's own cross-thread cost
+#include <sys/resource.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -23,6 +35,8 @@ namespace {
 
 using kairos::detail::task_alloc;
 using kairos::detail::task_free;
+using kairos::detail::task_free_batch;
+using kairos::detail::task_pool_prepare;
 using kairos_micro::backoff;
 using kairos_micro::report_per_op;
 
@@ -49,7 +63,76 @@ void TaskPool_AllocFreeBurst(benchmark::State& state) {
   }
   report_per_op(state, static_cast<double>(n));  // one alloc + one free
 }
-BENCHMARK(TaskPool_AllocFreeBurst)->Arg(1024);
+BENCHMARK(TaskPool_AllocFreeBurst)->Arg(64)->Arg(1024);
+
+void TaskPool_AllocFreeBatch(benchmark::State& state) {
+  constexpr std::size_t kBatch = kairos::detail::kMagazineSlots;
+  std::array<void*, kBatch> held{};
+  for (auto _ : state) {
+    for (void*& p : held) p = task_alloc(kClass);
+    benchmark::DoNotOptimize(held.data());
+    task_free_batch(held.data(), kBatch, kClass);
+  }
+  report_per_op(state, static_cast<double>(kBatch));  // one alloc + one free
+}
+BENCHMARK(TaskPool_AllocFreeBatch);
+
+void TaskPool_PrepareIdle(benchmark::State& state) {
+  task_pool_prepare();  // whatever was asked for is done before timing
+  for (auto _ : state) task_pool_prepare();
+  report_per_op(state, 1);
+}
+BENCHMARK(TaskPool_PrepareIdle);
+
+long minor_faults_of_this_thread() {
+  rusage ru{};
+  ::getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_minflt;
+}
+
+// Runs task_pool_prepare() on its own thread until destroyed, as an engine leader would.
+class Preparer {
+ public:
+  Preparer()
+      : thread_([this] {
+          int spins = 0;
+          while (!stop_.load(std::memory_order_acquire)) {  // pairs with the release in ~Preparer
+            task_pool_prepare();
+            backoff(spins);
+          }
+        }) {}
+  ~Preparer() {
+    stop_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+void TaskPool_FreshAlloc(benchmark::State& state) {
+  std::vector<void*> held(static_cast<std::size_t>(state.max_iterations), nullptr);  // faults now
+  // Fresh memory: the free nodes of earlier runs are set aside (returned below).
+  kairos::detail::release_thread_cache_for_testing();
+  Preparer preparer;
+  const auto grown = kairos::detail::task_pool_stats().slabs_grown_by_alloc;
+  const long faults = minor_faults_of_this_thread();
+  std::size_t i = 0;
+  for (auto _ : state) {
+    void* p = task_alloc(kClass);
+    static_cast<char*>(p)[0] = 1;  // the producer writes its node, as a submission does
+    held[i++] = p;
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["faults_per_1M"] = static_cast<double>(minor_faults_of_this_thread() - faults) * 1e6 / n;
+  state.counters["grown_by_alloc"] =
+      static_cast<double>(kairos::detail::task_pool_stats().slabs_grown_by_alloc - grown);
+  report_per_op(state, 1);
+  for (std::size_t k = 0; k < i; ++k) task_free(held[k], kClass);
+  kairos::detail::set_slab_allocator_for_testing(nullptr);
+}
+BENCHMARK(TaskPool_FreshAlloc)->Iterations(1 << 20)->UseRealTime();
 
 // Single-producer single-consumer ring of pointers; indices on their own cache lines, each side
 // keeping a cached copy of the other's index so that it reads the shared one only when it must.
@@ -100,15 +183,19 @@ void cross_thread(benchmark::State& state, bool use_pool) {
         if (!ring.try_pop(p)) break;
         if (use_pool) task_free(p, kClass);
       } else {
+        if (use_pool) task_pool_prepare();  // between tasks, as the engine's leader does
         backoff(spins);
       }
     }
   });
   int fixed = 0;
+  const long faults = minor_faults_of_this_thread();
   for (auto _ : state) {
     void* p = use_pool ? task_alloc(kClass) : &fixed;
     for (int spins = 0; !ring.try_push(p);) backoff(spins);
   }
+  state.counters["faults_per_1M"] = static_cast<double>(minor_faults_of_this_thread() - faults) * 1e6 /
+                                    static_cast<double>(state.iterations());
   stop.store(true, std::memory_order_release);
   consumer.join();
   report_per_op(state, 1);
