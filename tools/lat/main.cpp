@@ -277,7 +277,7 @@ void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, con
   }
 }
 
-// The rules of WORKLOADS.md that no measurement noise excuses; returns the broken ones.
+// The rules of docs/workloads.md that no measurement noise excuses; returns the broken ones.
 std::vector<std::string> broken_rules(const json& rec) {
   std::vector<std::string> out;
   std::string who = rec.value("workload", "?") + " on " + row_label(rec);
