@@ -131,11 +131,16 @@ inline void latency_tools() {
   kairos::LatencyHistogram h;
   h.record(std::int64_t{120});
   h.record(std::chrono::microseconds(3));
-  kairos::LatencyHistogram other = kairos::LatencyHistogram::from_json(h.to_json());
+  kairos::LatencyHistogram other;
+  other.record(std::int64_t{-5});
   h.merge(other);
   std::int64_t p99 = h.value_at_percentile(99.0);
-  std::uint64_t early = h.below_zero();
-  (void)p99, (void)early;
+  std::uint64_t counts = h.count() + h.below_zero();
+  double mean = h.mean();
+  std::int64_t range = h.max() - h.min();
+  std::string json = h.to_json();
+  h.reset();
+  (void)p99, (void)counts, (void)mean, (void)range, (void)json, (void)h.empty();
 
   kairos::Options options;
   options.wait = kairos::WaitPolicy::sleep();
