@@ -10,11 +10,26 @@
 // Measure: each call's latency is its end minus its intended start, so time spent waiting
 //   behind a slow call is counted, not hidden (no coordinated omission). A call that starts
 //   late shows as such in max_behind.
+// Concurrency: set_concurrency(n) with n > 1 makes the calls on n threads of the pacer's own, at
+//   the same total rate (wrk2's -c): the scheduler's fixed-rate task releases call k at its
+//   intended start t0 + k * period, and whichever of the n threads is free takes it, so up to n
+//   calls are in flight and a slow call delays only the calls that find no free thread. Each
+//   call is still measured from its intended start. With n == 1 (the default) the calls run on
+//   the scheduler thread itself, one after another (no hand-off between threads).
+// Intervals: set_intervals(every, fn) hands fn the histograms of every interval of `every`
+//   (a call is counted in the interval in which it ended, measured from the intended start of
+//   the first measured call; intervals without calls are handed out too, so the sum of the
+//   intervals is the report). hlog_intervals(log) turns an hdr::HlogWriter (kairos/hdr_codec.hpp)
+//   into such an fn. set_progress(every, fn) tells fn (done, total) every `every` and once at the
+//   end. Both run on the thread that called run_for()/run_count(), never on a calling thread.
 // Threads: run_for() and run_count() block the calling thread until the last call returns; the
-//   function runs on a scheduler thread. One run at a time per BasicPacer object. Do not start a
-//   run from inside a task of the same scheduler: the calls may need the very thread that waits.
-// Errors:  a period <= 0 throws std::invalid_argument. An exception from the function stops the
-//   run and is rethrown by run_for()/run_count(). A run that the scheduler ends (shutdown,
+//   function runs on a scheduler thread (concurrency 1) or on the pacer's threads (n > 1), where
+//   it must be safe to call from n threads at once. One run at a time per BasicPacer object. Do
+//   not start a run from inside a task of the same scheduler: the calls may need the very thread
+//   that waits.
+// Errors:  a period <= 0, a concurrency of 0 or an interval <= 0 throws std::invalid_argument.
+//   An exception from the function (the first one, with concurrency) or from an interval or
+//   progress callback stops the run and is rethrown by run_for()/run_count(). A run that the scheduler ends (shutdown,
 //   shutdown_now, or a rejected submission) throws CancelledError / RejectedExecution.
 //
 // Example: pace a function at 100,000 calls/s for 5 s and print its latency percentiles.
@@ -34,19 +49,23 @@
 //               (long long)r.histogram.value_at_percentile(99),
 //               (long long)r.histogram.value_at_percentile(99.9));
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <kairos/clock.hpp>
 #include <kairos/duration.hpp>
@@ -71,6 +90,17 @@ struct PacerReport {
   LatencyHistogram service;      // service time, per call: its end minus its actual start, in ns
   LatencyHistogram start_lag;    // pacing error, per call: its actual start minus its intended start
   std::uint64_t warmup_calls = 0;  // calls made before the measured ones, in none of the above
+  unsigned concurrency = 1;        // threads making calls (at most this many calls in flight)
+};
+
+// One interval of a run (BasicPacer::set_intervals): the calls that ended in it.
+struct PacerInterval {
+  std::uint64_t index = 0;       // 0, 1, 2, ...
+  Duration start{};              // from the intended start of the first measured call
+  Duration length{};             // the interval asked for; the last one ends with the run
+  LatencyHistogram histogram;    // response time, as in PacerReport
+  LatencyHistogram service;      // service time
+  LatencyHistogram start_lag;    // pacing error
 };
 
 // The report as text: a wrk2-style summary (rate, percentiles of response and service time)
@@ -79,9 +109,11 @@ inline std::string format_report(const PacerReport& r) {
   auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };
   std::string out;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "  %llu calls (+%llu warm-up) in %.3f s, %.1f calls/s (asked %.1f), fell behind by at most %.3f us\n",
+  std::snprintf(buf, sizeof buf,
+                "  %llu calls (+%llu warm-up) in %.3f s on %u thread%s, %.1f calls/s (asked %.1f), fell behind by at most %.3f us\n",
                 static_cast<unsigned long long>(r.calls), static_cast<unsigned long long>(r.warmup_calls),
-                static_cast<double>(r.elapsed.count()) / 1e9, r.achieved_rate, r.intended_rate, us(r.max_behind.count()));
+                static_cast<double>(r.elapsed.count()) / 1e9, r.concurrency, r.concurrency == 1 ? "" : "s",
+                r.achieved_rate, r.intended_rate, us(r.max_behind.count()));
   out += buf;
   std::snprintf(buf, sizeof buf, "  %-22s %10s %10s %10s %10s %10s %10s\n", "(us)", "mean", "stddev", "p50", "p99",
                 "p99.9", "max");
@@ -115,6 +147,8 @@ template <class Clock>
 class BasicPacer {
  public:
   static constexpr Duration kDefaultStartDelay = std::chrono::milliseconds(1);
+  using IntervalFn = std::function<void(const PacerInterval&)>;
+  using ProgressFn = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
   // start_delay: from the submission of a run to the intended start of its first call; it lets
   // the scheduler's leader settle on the new deadline before the schedule begins.
@@ -145,84 +179,257 @@ class BasicPacer {
     return run(std::forward<F>(f), p, calls);
   }
 
-  // The first `calls` calls of every later run are a warm-up: made on the same schedule, counted
-  // in warmup_calls, and left out of every other figure of the report.
-  void set_warmup(std::uint64_t calls) noexcept { warmup_ = calls; }
-
   // Calls f `calls` times, one every period.
   template <class F, class Rep, class Period>
   PacerReport run_count(F&& f, std::chrono::duration<Rep, Period> period, std::uint64_t calls) {
     return run(std::forward<F>(f), checked_period(period), calls);
   }
 
+  // The first `calls` calls of every later run are a warm-up: made on the same schedule, counted
+  // in warmup_calls, and left out of every other figure of the report and of the intervals.
+  void set_warmup(std::uint64_t calls) noexcept { warmup_ = calls; }
+
+  // Later runs make their calls on n threads at the same total rate (see Concurrency above).
+  void set_concurrency(unsigned n) {
+    if (n == 0) throw std::invalid_argument("kairos::Pacer: the concurrency must be >= 1");
+    concurrency_ = n;
+  }
+
+  // Later runs hand fn each interval of `every` (see Intervals above); an empty fn turns it off.
+  template <class Rep, class Period>
+  void set_intervals(std::chrono::duration<Rep, Period> every, IntervalFn fn) {
+    const std::int64_t e = std::chrono::ceil<Duration>(every).count();
+    if (e <= 0) throw std::invalid_argument("kairos::Pacer: an interval must be > 0");
+    interval_ = fn ? e : 0;
+    interval_fn_ = std::move(fn);
+  }
+
+  // Later runs tell fn (calls done including warm-up, calls in all) every `every` by the pacer's
+  // clock, and once when the run is over (done == total then).
+  template <class Rep, class Period>
+  void set_progress(std::chrono::duration<Rep, Period> every, ProgressFn fn) {
+    const std::int64_t e = std::chrono::ceil<Duration>(every).count();
+    if (e <= 0) throw std::invalid_argument("kairos::Pacer: a progress interval must be > 0");
+    progress_every_ = fn ? e : 0;
+    progress_fn_ = std::move(fn);
+  }
+
+  // An interval callback that writes each interval's response-time histogram as one line of an
+  // interval log: log.write(histogram, start_s, length_s, tag), as kairos::hdr::HlogWriter takes
+  // it. Start times are from the first measured call's intended start; create the writer just
+  // before the run so that its StartTime is that moment. `log` must outlive the runs.
+  template <class Log>
+  static IntervalFn hlog_intervals(Log& log, std::string tag = {}) {
+    return [&log, tag = std::move(tag)](const PacerInterval& i) {
+      log.write(i.histogram, std::chrono::duration<double>(i.start).count(),
+                std::chrono::duration<double>(i.length).count(), tag);
+    };
+  }
+
  private:
+  // What one calling thread measured; written by that thread only.
+  struct Tally {
+    LatencyHistogram histogram;
+    LatencyHistogram service;
+    LatencyHistogram start_lag;
+    std::int64_t max_behind = 0;
+    std::int64_t last_start = std::numeric_limits<std::int64_t>::min();
+    std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+  };
+
+  // The open interval and the closed ones not yet handed out; guarded by mu.
+  struct Intervals {
+    std::mutex mu;
+    std::int64_t every = 0;  // 0: off
+    std::uint64_t open = 0;
+    LatencyHistogram histogram, service, start_lag;
+    std::vector<PacerInterval> ready;
+
+    void close_open(std::int64_t length) {  // mu held
+      PacerInterval i;
+      i.index = open;
+      i.start = Duration(static_cast<std::int64_t>(open) * every);
+      i.length = Duration(length);
+      i.histogram = histogram;
+      i.service = service;
+      i.start_lag = start_lag;
+      histogram.reset();
+      service.reset();
+      start_lag.reset();
+      ready.push_back(std::move(i));
+      ++open;
+    }
+    void record(std::int64_t since_start, std::int64_t response, std::int64_t service_ns, std::int64_t lag) {
+      std::lock_guard lock(mu);
+      const std::uint64_t at = since_start < 0 ? 0 : static_cast<std::uint64_t>(since_start / every);
+      while (open < at) close_open(every);  // a call that ends late in an old interval: the open one
+      histogram.record(response);
+      service.record(service_ns);
+      start_lag.record(lag);
+    }
+  };
+
   template <class Fn>
   struct State {
-    State(Fn fn, const Clock* c, std::int64_t p, std::uint64_t n)
-        : f(std::move(fn)), clock(c), period(p), total(n) {}
+    State(Fn fn, const Clock* c, std::int64_t p, std::uint64_t n, unsigned threads)
+        : f(std::move(fn)), clock(c), period(p), total(n), tallies(threads) {}
     // -- set before submission, read-only after ----------------------------------------
     Fn f;
     const Clock* clock;
     std::int64_t period;
     std::uint64_t total;
     std::int64_t intended0 = 0;
+    std::int64_t measured0 = 0;  // intended start of the first measured call
     std::uint64_t warmup = 0;
-    // -- written by the runs only (each run happens-before the next); read by the waiting
-    //    thread after it saw finished == true under mu, which the last writing run set -----
-    std::uint64_t next = 0;          // index of the next call; == total once the run is over
-    std::int64_t last_start = 0;
-    std::int64_t last_end = 0;
-    std::int64_t max_behind = 0;
-    std::exception_ptr error;
-    LatencyHistogram histogram;
-    LatencyHistogram service;
-    LatencyHistogram start_lag;
-    std::atomic<std::uint64_t> calls_made{0};  // relaxed: progress for an error message only
+    // -- concurrency 1: written by the runs only (each run happens-before the next); read by
+    //    the waiting thread after it saw finished == true under mu, which the last run set.
+    //    concurrency n: next is the tick's; each tally is its thread's, read after the join ---
+    std::uint64_t next = 0;  // index of the next call (the next to release, with concurrency)
+    std::int64_t final_start = 0;  // actual start of call total - 1
+    std::vector<Tally> tallies;
+    std::exception_ptr error;  // with concurrency, written under mu
+    Intervals intervals;
+    std::atomic<std::uint64_t> calls_made{0};  // relaxed: progress only
+    std::atomic<bool> stop{false};             // a run must end early (error, scheduler ended)
+    // -- concurrency n only ----------------------------------------------------------------
+    std::atomic<std::uint64_t> released{0};  // calls with an index below may start (+ kStopBump)
+    std::atomic<std::uint64_t> claimed{0};   // the next index a free thread takes
+    std::atomic<unsigned> sleepers{0};       // threads blocked in released.wait()
+    std::atomic<unsigned> running{0};        // calling threads not yet finished
+    std::mutex front;                        // held by the one thread waiting for a release
     // -- shared: guarded by mu ----------------------------------------------------------
     std::mutex mu;
     std::condition_variable cv;
     bool finished = false;
   };
 
+  static constexpr std::uint64_t kStopBump = std::uint64_t{1} << 62;
+
+  template <class Fn>
+  static void invoke(State<Fn>& s, std::uint64_t n, std::int64_t intended) {
+    if constexpr (std::is_invocable_v<Fn&, std::uint64_t, typename Clock::time_point>)
+      s.f(n, typename Clock::time_point(std::chrono::duration_cast<typename Clock::duration>(Duration(intended))));
+    else if constexpr (std::is_invocable_v<Fn&, std::uint64_t>) s.f(n);
+    else s.f();
+  }
+
+  template <class Fn>
+  static void record(State<Fn>& s, Tally& t, std::uint64_t n, std::int64_t intended, std::int64_t start,
+                     std::int64_t end) {
+    if (n >= s.warmup) {
+      t.histogram.record(end - intended);
+      t.service.record(end - start);
+      t.start_lag.record(start - intended);
+      if (start - intended > t.max_behind) t.max_behind = start - intended;
+      if (s.intervals.every) s.intervals.record(end - s.measured0, end - intended, end - start, start - intended);
+    }
+    if (start > t.last_start) t.last_start = start;
+    if (end > t.last_end) t.last_end = end;
+    if (n + 1 == s.total) s.final_start = start;
+    s.calls_made.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  template <class Fn>
+  static void finish(State<Fn>& s) {
+    {
+      std::lock_guard lock(s.mu);  // publishes every field written before to the waiting thread
+      s.finished = true;
+    }
+    s.cv.notify_all();
+  }
+
+  // Concurrency 1: the fixed-rate task makes call `next` itself.
   template <class Fn>
   struct Body {
     std::shared_ptr<State<Fn>> state;
     void operator()() const {
       State<Fn>& s = *state;
       if (s.next >= s.total) return;  // a run after the last call, before the pacer cancels
+      if (s.stop.load(std::memory_order_acquire)) {
+        s.next = s.total;
+        finish(s);
+        return;
+      }
       const std::int64_t intended = s.intended0 + static_cast<std::int64_t>(s.next) * s.period;
       const std::int64_t start = now_ns(s.clock);
       try {
-        if constexpr (std::is_invocable_v<Fn&, std::uint64_t, typename Clock::time_point>)
-          s.f(s.next, typename Clock::time_point(std::chrono::duration_cast<typename Clock::duration>(Duration(intended))));
-        else if constexpr (std::is_invocable_v<Fn&, std::uint64_t>) s.f(s.next);
-        else s.f();
+        invoke(s, s.next, intended);
       } catch (...) {
         s.error = std::current_exception();
         s.next = s.total;
         finish(s);
         return;
       }
-      const std::int64_t end = now_ns(s.clock);
-      if (s.next >= s.warmup) {
-        s.histogram.record(end - intended);
-        s.service.record(end - start);
-        s.start_lag.record(start - intended);
-        if (start - intended > s.max_behind) s.max_behind = start - intended;
-      }
-      s.last_start = start;
-      s.last_end = end;
-      s.calls_made.store(s.next + 1, std::memory_order_relaxed);
+      record(s, s.tallies[0], s.next, intended, start, now_ns(s.clock));
       if (++s.next == s.total) finish(s);
     }
-    static void finish(State<Fn>& s) {
-      {
-        std::lock_guard lock(s.mu);  // publishes every field above to the waiting thread
-        s.finished = true;
-      }
-      s.cv.notify_all();
+  };
+
+  // Concurrency n: the fixed-rate task releases call `next` at its intended start.
+  template <class Fn>
+  struct Tick {
+    std::shared_ptr<State<Fn>> state;
+    void operator()() const {
+      State<Fn>& s = *state;
+      if (s.next >= s.total || s.stop.load(std::memory_order_acquire)) return;
+      ++s.next;
+      // [E1] pairs with [E2]: either this tick sees the sleeper and wakes it, or the sleeper's
+      // re-read after registering sees this release.
+      s.released.fetch_add(1, std::memory_order_seq_cst);
+      if (s.sleepers.load(std::memory_order_seq_cst) > 0) s.released.notify_one();  // the front one
     }
   };
+
+  template <class Fn>
+  static void stop_workers(State<Fn>& s) {
+    s.stop.store(true, std::memory_order_release);
+    s.released.fetch_add(kStopBump, std::memory_order_seq_cst);  // every waiter's value changes
+    s.released.notify_all();
+  }
+
+  // Concurrency n: one calling thread. When free, it queues on `front`; the thread at the front
+  // takes the next index and waits for its release, then leaves the front to the next free
+  // thread and makes the call. So one thread at a time waits for the tick (one wake-up per call),
+  // and the calls go to the threads in the order they became free.
+  template <class Fn>
+  static void worker(State<Fn>& s, Tally& t) {
+    for (;;) {
+      if (s.stop.load(std::memory_order_acquire)) break;
+      std::uint64_t k = 0;
+      {
+        std::lock_guard front(s.front);
+        k = s.claimed.fetch_add(1, std::memory_order_relaxed);
+        if (k >= s.total) break;
+        std::uint64_t r = s.released.load(std::memory_order_acquire);
+        for (int spin = 0; r <= k && spin < 64; ++spin) {
+          std::this_thread::yield();
+          r = s.released.load(std::memory_order_acquire);
+        }
+        while (r <= k) {
+          s.sleepers.fetch_add(1, std::memory_order_seq_cst);
+          r = s.released.load(std::memory_order_seq_cst);  // [E2] pairs with [E1]
+          if (r <= k) s.released.wait(r, std::memory_order_seq_cst);
+          s.sleepers.fetch_sub(1, std::memory_order_relaxed);
+          r = s.released.load(std::memory_order_acquire);
+        }
+      }
+      if (s.stop.load(std::memory_order_acquire)) break;  // set before the bump that woke us
+      const std::int64_t intended = s.intended0 + static_cast<std::int64_t>(k) * s.period;
+      const std::int64_t start = now_ns(s.clock);
+      try {
+        invoke(s, k, intended);
+      } catch (...) {
+        {
+          std::lock_guard lock(s.mu);
+          if (!s.error) s.error = std::current_exception();
+        }
+        stop_workers(s);
+        break;
+      }
+      record(s, t, k, intended, start, now_ns(s.clock));
+    }
+    if (s.running.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(s);
+  }
 
   template <class F>
   PacerReport run(F&& f, std::int64_t period, std::uint64_t calls) {
@@ -236,54 +443,130 @@ class BasicPacer {
     PacerReport report;
     report.period = Duration(period);
     report.intended_rate = 1e9 / static_cast<double>(period);
+    report.concurrency = concurrency_;
     if (calls == 0) return report;
 
     const std::uint64_t warmup = warmup_;
     if (calls > std::numeric_limits<std::uint64_t>::max() - warmup)
       throw std::invalid_argument("kairos::Pacer: warm-up plus calls overflow");
     calls += warmup;
-    auto state = std::make_shared<State<Fn>>(std::forward<F>(f), clock_, period, calls);
-    state->warmup = warmup;
-    state->intended0 = now_ns(clock_) + start_delay_.count();
-    ScheduledFuture<void> future =
-        scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, start_delay_, Duration(period));
+    const unsigned n = concurrency_;
+    auto state = std::make_shared<State<Fn>>(std::forward<F>(f), clock_, period, calls, n);
+    State<Fn>& s = *state;
+    s.warmup = warmup;
+    s.intervals.every = interval_;
+    s.intended0 = now_ns(clock_) + start_delay_.count();
+    s.measured0 = s.intended0 + static_cast<std::int64_t>(warmup) * period;
+
+    // The calling threads (concurrency n) exist before the first release; they are stopped and
+    // joined on every way out of this function.
+    std::vector<std::thread> threads;
+    struct Joiner {
+      State<Fn>& s;
+      std::vector<std::thread>& threads;
+      ~Joiner() {
+        if (threads.empty()) return;
+        stop_workers(s);
+        for (auto& t : threads) t.join();
+      }
+    } joiner{s, threads};
+    ScheduledFuture<void> future;
+    if (n == 1) {
+      future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, start_delay_, Duration(period));
+    } else {
+      s.running.store(n, std::memory_order_relaxed);
+      threads.reserve(n);
+      for (unsigned k = 0; k < n; ++k) threads.emplace_back([&s, k] { worker(s, s.tallies[k]); });
+      future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, start_delay_, Duration(period));
+    }
 
     bool stopped_by_scheduler = false;
+    std::exception_ptr callback_error;
+    std::int64_t next_progress = progress_every_ ? now_ns(clock_) + progress_every_ : 0;
     {
-      std::unique_lock lock(state->mu);
-      while (!state->finished) {
-        // The runs wake us when the last call returns; the timeout only notices a run that
-        // the scheduler ended (its future completes) and that will therefore never finish.
-        state->cv.wait_for(lock, std::chrono::milliseconds(10));
-        if (!state->finished && future.is_done()) {
+      std::unique_lock lock(s.mu);
+      while (!s.finished) {
+        // The runs wake us when the last call returns; the timeout hands out intervals and
+        // progress, and notices a run that the scheduler ended (its future completes) and that
+        // will therefore never finish.
+        s.cv.wait_for(lock, std::chrono::milliseconds(10));
+        if (s.finished) break;
+        if (future.is_done()) {
           stopped_by_scheduler = true;
           break;
         }
+        if (callback_error) continue;
+        lock.unlock();
+        try {
+          hand_out(s);
+          if (progress_every_ && now_ns(clock_) >= next_progress) {
+            next_progress = now_ns(clock_) + progress_every_;
+            progress_fn_(s.calls_made.load(std::memory_order_relaxed), calls);
+          }
+        } catch (...) {
+          callback_error = std::current_exception();
+          if (n == 1) s.stop.store(true, std::memory_order_release);
+          else stop_workers(s);
+        }
+        lock.lock();
       }
     }
     future.cancel(false);
     if (stopped_by_scheduler) {
-      // A run may still be in progress on a scheduler thread: only the atomic is read here.
+      // A run may still be in progress on a scheduler thread: only atomics are read here.
       throw CancelledError("kairos::Pacer: the scheduler ended the run after " +
-                           std::to_string(state->calls_made.load(std::memory_order_relaxed)) + " of " +
+                           std::to_string(s.calls_made.load(std::memory_order_relaxed)) + " of " +
                            std::to_string(calls) + " calls");
     }
-    if (state->error) std::rethrow_exception(state->error);
+    for (auto& t : threads) t.join();
+    threads.clear();
+    if (callback_error) std::rethrow_exception(callback_error);
+    if (s.error) std::rethrow_exception(s.error);
 
-    const State<Fn>& s = *state;
-    report.calls = s.next - warmup;
+    const auto all_ptr = std::make_unique<Tally>();  // three histograms: not on the stack
+    Tally& all = *all_ptr;
+    for (const Tally& t : s.tallies) {
+      all.histogram.merge(t.histogram);
+      all.service.merge(t.service);
+      all.start_lag.merge(t.start_lag);
+      all.max_behind = std::max(all.max_behind, t.max_behind);
+      all.last_start = std::max(all.last_start, t.last_start);
+      all.last_end = std::max(all.last_end, t.last_end);
+    }
+    report.calls = calls - warmup;
     report.warmup_calls = warmup;
-    const std::int64_t measured0 = s.intended0 + static_cast<std::int64_t>(warmup) * period;
-    report.elapsed = Duration(s.last_end - measured0);
-    report.max_behind = Duration(s.max_behind);
+    report.elapsed = Duration(all.last_end - s.measured0);
+    report.max_behind = Duration(all.max_behind);
     report.behind_at_end =
-        Duration(s.last_start - (s.intended0 + static_cast<std::int64_t>(s.next - 1) * period));
-    if (report.calls >= 2 && s.last_start > measured0)
-      report.achieved_rate = static_cast<double>(report.calls - 1) * 1e9 / static_cast<double>(s.last_start - measured0);
-    report.histogram = s.histogram;
-    report.service = s.service;
-    report.start_lag = s.start_lag;
+        Duration(s.final_start - (s.intended0 + static_cast<std::int64_t>(calls - 1) * period));
+    if (report.calls >= 2 && all.last_start > s.measured0)
+      report.achieved_rate =
+          static_cast<double>(report.calls - 1) * 1e9 / static_cast<double>(all.last_start - s.measured0);
+    report.histogram = std::move(all.histogram);
+    report.service = std::move(all.service);
+    report.start_lag = std::move(all.start_lag);
+
+    if (s.intervals.every) {
+      {
+        std::lock_guard lock(s.intervals.mu);
+        const std::int64_t open_start = static_cast<std::int64_t>(s.intervals.open) * s.intervals.every;
+        s.intervals.close_open(std::max<std::int64_t>(0, report.elapsed.count() - open_start));
+      }
+      hand_out(s);
+    }
+    if (progress_every_) progress_fn_(calls, calls);
     return report;
+  }
+
+  template <class Fn>
+  void hand_out(State<Fn>& s) {
+    if (!s.intervals.every) return;
+    std::vector<PacerInterval> ready;
+    {
+      std::lock_guard lock(s.intervals.mu);
+      ready.swap(s.intervals.ready);
+    }
+    for (const PacerInterval& i : ready) interval_fn_(i);
   }
 
   static std::int64_t now_ns(const Clock* clock) noexcept {
@@ -310,6 +593,11 @@ class BasicPacer {
   const Clock* clock_;
   Duration start_delay_;
   std::uint64_t warmup_ = 0;
+  unsigned concurrency_ = 1;
+  std::int64_t interval_ = 0;
+  IntervalFn interval_fn_;
+  std::int64_t progress_every_ = 0;
+  ProgressFn progress_fn_;
 };
 
 using Pacer = BasicPacer<SteadyClock>;

@@ -1,0 +1,268 @@
+// pacer_concurrency_test.cpp: kairos::Pacer with n calling threads (wrk2's -c: n calls in flight at
+// one total rate, each measured from its intended start), interval snapshots and progress.
+// Exact latencies on a ManualClock; real-time tests check only what load cannot change.
+#include <kairos/kairos.hpp>
+#include <kairos/pacer.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using kairos::PacerReport;
+
+// Polls `done` until it holds (true) or 10 s pass (false): a bound on a wait, not a timing.
+template <class Done>
+bool eventually(Done done) {
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(100us);
+  }
+  return true;
+}
+
+// Call 0 blocks for 5 ms of clock time; with 2 threads, calls 1 and 2 run beside it on time, and
+// call 3, released at 3 ms while the clock jumps to 5 ms, starts 2 ms late. One thread would
+// have queued calls 1..3 behind call 0.
+TEST(PacerConcurrency, CallsRunBesideASlowCallOnAManualClock) {
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> scheduler{kairos::Options{}, clock};
+  kairos::BasicPacer<kairos::ManualClock> pacer{scheduler, clock, 0ns};
+  pacer.set_concurrency(2);
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<bool> slow_started{false}, release_slow{false}, stuck{false};
+
+  std::thread driver([&] {
+    auto step = [&](auto cond) {
+      if (eventually(cond)) return true;
+      stuck = true;
+      release_slow = true;
+      scheduler.shutdown_now();
+      return false;
+    };
+    if (!step([&] { return slow_started.load(); })) return;
+    clock.advance(1ms);  // t = 1 ms: call 1, on the free thread
+    if (!step([&] { return done.load() == 1; })) return;
+    clock.advance(1ms);  // t = 2 ms: call 2
+    if (!step([&] { return done.load() == 2; })) return;
+    clock.advance(3ms);  // t = 5 ms: call 3 (meant for 3 ms)
+    if (!step([&] { return done.load() == 3; })) return;
+    release_slow = true;  // call 0 ends at 5 ms
+  });
+
+  PacerReport r;
+  try {
+    r = pacer.run_count(
+        [&](std::uint64_t n) {
+          if (n == 0) {
+            slow_started = true;
+            while (!release_slow.load()) std::this_thread::sleep_for(50us);
+          }
+          done.fetch_add(1);
+        },
+        1ms, 4);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "run_count threw: " << e.what();
+  }
+  driver.join();
+  ASSERT_FALSE(stuck.load()) << "a released call found no free thread within 10 s";
+  EXPECT_EQ(r.calls, 4u);
+  EXPECT_EQ(r.concurrency, 2u);
+  EXPECT_EQ(r.histogram.count(), 4u);
+  EXPECT_EQ(r.histogram.max(), 5'000'000);                       // call 0
+  EXPECT_DOUBLE_EQ(r.histogram.mean(), (5 + 0 + 0 + 2) * 1e6 / 4);  // call 3: 2 ms late
+  EXPECT_EQ(r.service.max(), 5'000'000);
+  EXPECT_DOUBLE_EQ(r.service.mean(), 5e6 / 4);
+  EXPECT_DOUBLE_EQ(r.start_lag.mean(), 2e6 / 4);
+  EXPECT_EQ(r.max_behind, 2ms);
+  EXPECT_EQ(r.behind_at_end, 2ms);
+  EXPECT_EQ(r.elapsed, 5ms);
+}
+
+// The first three calls wait until three calls are in flight: only three threads let them.
+// At no time are more than three in flight.
+TEST(PacerConcurrency, NCallsInFlightAndNoMore) {
+  kairos::Scheduler scheduler;
+  kairos::Pacer pacer{scheduler, 0ns};
+  pacer.set_concurrency(3);
+  std::atomic<int> in_flight{0}, most{0};
+  std::atomic<bool> timed_out{false};
+  const PacerReport r = pacer.run_count(
+      [&](std::uint64_t n) {
+        const int now = in_flight.fetch_add(1) + 1;
+        for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
+        }
+        if (n < 3 && !eventually([&] { return most.load() >= 3; })) timed_out = true;
+        if (n >= 3) std::this_thread::sleep_for(200us);  // overlap with the next calls
+        in_flight.fetch_sub(1);
+      },
+      100us, 200);
+  EXPECT_FALSE(timed_out.load());
+  EXPECT_EQ(most.load(), 3);
+  EXPECT_EQ(r.calls, 200u);
+  EXPECT_EQ(r.concurrency, 3u);
+}
+
+// Every index is called exactly once, never before its intended start, with any thread count.
+TEST(PacerConcurrency, EveryCallOnceAndNeverEarly) {
+  kairos::Scheduler scheduler;
+  for (unsigned n : {1u, 2u, 4u, 8u}) {
+    kairos::Pacer pacer{scheduler};
+    pacer.set_concurrency(n);
+    pacer.set_warmup(50);
+    std::vector<std::atomic<int>> seen(2050);
+    std::atomic<bool> early{false};
+    const PacerReport r = pacer.run_count(
+        [&](std::uint64_t k, kairos::SteadyClock::time_point intended) {
+          if (kairos::SteadyClock::now() < intended) early = true;
+          seen.at(k).fetch_add(1);
+        },
+        50us, 2000);
+    for (std::size_t k = 0; k < seen.size(); ++k) ASSERT_EQ(seen[k].load(), 1) << "call " << k << ", n " << n;
+    EXPECT_FALSE(early.load());
+    EXPECT_EQ(r.calls, 2000u);
+    EXPECT_EQ(r.warmup_calls, 50u);
+    EXPECT_EQ(r.histogram.count(), 2000u);
+    EXPECT_EQ(r.start_lag.count(), 2000u);
+    EXPECT_EQ(r.start_lag.below_zero(), 0u);
+    EXPECT_LE(r.achieved_rate, r.intended_rate * 1.000001);
+  }
+}
+
+TEST(PacerConcurrency, AnExceptionStopsEveryThreadAndIsRethrown) {
+  kairos::Scheduler scheduler;
+  kairos::Pacer pacer{scheduler, 0ns};
+  pacer.set_concurrency(4);
+  std::atomic<std::uint64_t> made{0};
+  EXPECT_THROW(pacer.run_count(
+                   [&](std::uint64_t n) {
+                     if (n == 20) throw std::out_of_range("call 20");
+                     made.fetch_add(1);
+                   },
+                   100us, 100'000),
+               std::out_of_range);
+  EXPECT_LT(made.load(), 1000u);  // stopped, not run to 100,000 (10 s)
+  // The pacer is usable again: no thread of the failed run is left.
+  const PacerReport r = pacer.run_count([] {}, 100us, 10);
+  EXPECT_EQ(r.calls, 10u);
+}
+
+TEST(PacerConcurrency, ARunTheSchedulerEndsThrowsCancelledError) {
+  kairos::Scheduler scheduler;
+  kairos::Pacer pacer{scheduler};
+  pacer.set_concurrency(2);
+  std::atomic<std::uint64_t> made{0};
+  std::thread stopper([&] {
+    eventually([&] { return made.load() >= 10; });
+    scheduler.shutdown();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(pacer.run_for([&] { made.fetch_add(1); }, 1ms, 60s), kairos::CancelledError);
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+// Intervals by the time a call ends: on a ManualClock, calls at 0..9 ms in 3 ms intervals make
+// intervals of 3, 3, 3 and 1 calls; the last one ends with the run.
+TEST(PacerIntervals, ExactIntervalsOnAManualClock) {
+  for (unsigned n : {1u, 3u}) {
+    kairos::ManualClock clock;
+    kairos::BasicScheduler<kairos::ManualClock> scheduler{kairos::Options{}, clock};
+    kairos::BasicPacer<kairos::ManualClock> pacer{scheduler, clock, 0ns};
+    pacer.set_concurrency(n);
+    std::mutex mu;
+    std::vector<kairos::PacerInterval> got;
+    const std::thread::id caller = std::this_thread::get_id();
+    bool on_caller = true;
+    pacer.set_intervals(3ms, [&](const kairos::PacerInterval& i) {
+      std::lock_guard lock(mu);
+      on_caller = on_caller && std::this_thread::get_id() == caller;
+      got.push_back(i);
+    });
+    std::atomic<std::uint64_t> done{0};
+    std::atomic<bool> stuck{false};
+    std::thread driver([&] {
+      for (std::uint64_t k = 1; k < 10; ++k) {
+        if (!eventually([&] { return done.load() == k; })) {
+          stuck = true;
+          scheduler.shutdown_now();
+          return;
+        }
+        clock.advance(1ms);
+      }
+    });
+    PacerReport r;
+    try {
+      r = pacer.run_count([&] { done.fetch_add(1); }, 1ms, 10);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    driver.join();
+    ASSERT_FALSE(stuck.load());
+    ASSERT_EQ(got.size(), 4u) << "n " << n;
+    const std::uint64_t counts[] = {3, 3, 3, 1};
+    for (std::size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(got[k].index, k);
+      EXPECT_EQ(got[k].start, std::chrono::milliseconds(3 * k));
+      EXPECT_EQ(got[k].histogram.count(), counts[k]) << "interval " << k << ", n " << n;
+      EXPECT_EQ(got[k].service.count(), counts[k]);
+      EXPECT_EQ(got[k].start_lag.count(), counts[k]);
+    }
+    EXPECT_EQ(got[0].length, 3ms);
+    EXPECT_EQ(got[3].length, 0ms);  // call 9 ends at 9 ms, where interval 3 starts
+    EXPECT_TRUE(on_caller);
+    EXPECT_EQ(r.calls, 10u);
+  }
+}
+
+// Progress is told while the run goes (done never decreasing) and once at the end with done ==
+// total, on the thread that called run_for.
+TEST(PacerProgress, ToldDuringTheRunAndAtTheEnd) {
+  kairos::Scheduler scheduler;
+  kairos::Pacer pacer{scheduler};
+  pacer.set_warmup(10);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> told;
+  const std::thread::id caller = std::this_thread::get_id();
+  bool on_caller = true;
+  pacer.set_progress(20ms, [&](std::uint64_t d, std::uint64_t t) {
+    on_caller = on_caller && std::this_thread::get_id() == caller;
+    told.emplace_back(d, t);
+  });
+  pacer.run_count([] {}, 1ms, 200);  // 210 ms
+  ASSERT_GE(told.size(), 3u);        // at least two during 210 ms, and the last
+  for (std::size_t k = 0; k < told.size(); ++k) {
+    EXPECT_EQ(told[k].second, 210u);
+    if (k > 0) EXPECT_GE(told[k].first, told[k - 1].first);
+  }
+  EXPECT_LT(told.front().first, 210u);
+  EXPECT_EQ(told.back().first, 210u);
+  EXPECT_TRUE(on_caller);
+}
+
+TEST(PacerProgress, AThrowingCallbackStopsTheRun) {
+  kairos::Scheduler scheduler;
+  kairos::Pacer pacer{scheduler};
+  pacer.set_progress(5ms, [](std::uint64_t, std::uint64_t) { throw std::runtime_error("progress"); });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(pacer.run_for([] {}, 1ms, 60s), std::runtime_error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+TEST(PacerConcurrency, BadArguments) {
+  kairos::Scheduler scheduler;
+  kairos::Pacer pacer{scheduler};
+  EXPECT_THROW(pacer.set_concurrency(0), std::invalid_argument);
+  EXPECT_THROW(pacer.set_intervals(0ms, [](const kairos::PacerInterval&) {}), std::invalid_argument);
+  EXPECT_THROW(pacer.set_progress(-1ms, [](std::uint64_t, std::uint64_t) {}), std::invalid_argument);
+}
+
+}  // namespace
