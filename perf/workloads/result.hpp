@@ -2,10 +2,13 @@
 // percentiles, the seeded delay sequence, resident memory, a progress callback.
 // Threads: nothing here is thread-safe; a workload fills its RunResult on its own thread.
 #pragma once
+#include <kairos/latency_histogram.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -21,6 +24,10 @@ using Fields = std::vector<std::pair<std::string, Value>>;
 struct RunResult {
   Fields parameters;  // the workload's shape (sizes, delays, seed)
   Fields figures;     // what was measured
+  // The latency samples behind the percentiles (W1 call latency, W2 pair latency, W3/W4
+  // lateness), every sample recorded; none for a workload without them. Negative samples
+  // (early fires) are counted in below_zero().
+  std::optional<LatencyHistogram> histogram;
   void param(std::string k, Value v) { parameters.emplace_back(std::move(k), std::move(v)); }
   void figure(std::string k, Value v) { figures.emplace_back(std::move(k), std::move(v)); }
 };
@@ -38,11 +45,15 @@ inline std::int64_t nearest_rank(const std::vector<std::int64_t>& sorted, double
 inline constexpr std::pair<const char*, double> kPercentiles[] = {
     {"p50_ns", 50.0}, {"p90_ns", 90.0}, {"p99_ns", 99.0}, {"p99_9_ns", 99.9}, {"p99_99_ns", 99.99}};
 
-// Adds samples/p50/p90/p99/p99.9/p99.99/max (and, for lateness, early_fires: samples < 0).
-// Sorts `samples` in place.
+// Adds samples/p50/p90/p99/p99.9/p99.99/max (and, for lateness, early_fires: samples < 0), and
+// every sample to r.histogram (without a prefix: the run's main samples). Sorts `samples` in place.
 inline void add_percentiles(RunResult& r, std::vector<std::int64_t>& samples, bool lateness,
                             const std::string& prefix = "") {
   std::sort(samples.begin(), samples.end());
+  if (prefix.empty()) {
+    r.histogram.emplace();
+    for (std::int64_t v : samples) r.histogram->record(v);
+  }
   r.figure(prefix + "samples", static_cast<std::int64_t>(samples.size()));
   for (auto [name, p] : kPercentiles) r.figure(prefix + name, nearest_rank(samples, p));
   r.figure(prefix + "max_ns", samples.empty() ? std::int64_t{0} : samples.back());

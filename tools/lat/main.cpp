@@ -58,6 +58,7 @@ early fire. Task bodies only store their start time into a preallocated slot. Pe
 
 Systems:
   kairos-sleep, kairos-hybrid, kairos-spin   kairos wait policies; --shards, --threads, --pin apply
+  kairos-adaptive   WaitPolicy::adaptive() (a self-tuned spin window), as the three above
   naive-stpe        one mutex, binary heap with indices, condition variable, leader/follower threads
   asio              Boost.Asio steady_timer on one io_context thread
   java-stpe-1, java-stpe-2, netty-wheel      Java's ScheduledThreadPoolExecutor (1, 2 threads) and
@@ -69,10 +70,12 @@ Examples:
   kairos-lat --quick --table                       all workloads, small sizes, a table
   kairos-lat -w W3,W4 --repeat 3 --svg plots       lateness, 3 runs each, SVG charts in plots/
   kairos-lat --demo                                about a minute: W3 and W1, kairos-hybrid vs naive-stpe
+  kairos-lat -w W1,W2 -s kairos-hybrid,naive-stpe --warm-and-fresh --repeat 3
+                                                   fresh and warmed-up runs side by side
   kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
 
 const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
-const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "naive-stpe", "asio",
+const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "naive-stpe", "asio",
                                               "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
 std::vector<std::string> split(const std::string& s) {
@@ -137,6 +140,7 @@ struct Cli {
   std::string out, svg, from;
   std::string java_dir = default_java_dir(), netty_jar = "/usr/share/java/netty-common.jar", java_heap = "8g";
   bool no_java_warmup = false, no_java = false;
+  bool warm = false, warm_and_fresh = false;  // native systems: a warm-up pass before each run
   bool child = false;  // run exactly one (workload, system, sizes) and print its record
   bool check = false;
   std::vector<unsigned> w1_producers;
@@ -156,7 +160,7 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
   c.system = name;
   c.spin_window_ns = static_cast<std::int64_t>(cli.spin_window_us * 1000.0);
   bool native = true;
-  if (name == "kairos-sleep" || name == "kairos-hybrid" || name == "kairos-spin") {
+  if (name == "kairos-sleep" || name == "kairos-hybrid" || name == "kairos-spin" || name == "kairos-adaptive") {
     c.wait = name.substr(7);
     c.shards = shards;
     c.threads = cli.threads;
@@ -183,6 +187,7 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     c.cpus = !cli.cpus.empty() ? cli.cpus : (n == 1 ? std::vector<int>{1} : std::vector<int>{1, 0});
     c.producer_cpu = cli.producer_cpu;
   }
+  s.warm = cli.warm && native;
   if (s.kind != Kind::java) {
     json rec;
     rec["system"] = name;
@@ -307,6 +312,7 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
   std::vector<std::string> a = {self_exe(), "--child", "-w", w, "-s", s.config.system,
                                 "--shards", str(s.config.shards), "--threads", str(cli.threads),
                                 "--spin-window-us", window};
+  if (s.warm) a.push_back("--warm");
   if (!s.config.cpus.empty()) {
     std::string cpus;
     for (int c : s.config.cpus) cpus += (cpus.empty() ? "" : ",") + str(c);
@@ -365,6 +371,13 @@ int main(int argc, char** argv) {
   app.add_option("--java-heap", cli.java_heap, "the JVM's -Xmx")->capture_default_str();
   app.add_flag("--no-java-warmup", cli.no_java_warmup, "skip the JIT warm-up pass before each Java run");
   app.add_flag("--no-java", cli.no_java, "skip java-stpe-1, java-stpe-2 and netty-wheel");
+  app.add_flag("--warm", cli.warm,
+               "before each measured run, the same workload on another system of the same kind in the "
+               "same process, then destroyed: the steady state of a long-running process (\"warm\" in "
+               "the config and the row label; kernel-nanosleep repeats its own pass; the Java runs "
+               "always have their JIT warm-up pass, see --no-java-warmup)");
+  app.add_flag("--warm-and-fresh", cli.warm_and_fresh,
+               "run every native system both ways, fresh and with --warm's warm-up pass, as two rows");
   // Sizes are counts of at least one: a 0 (or a negative) is an error, never "the default".
   app.add_option("--w1-producers", cli.w1_producers, "W1 producer counts (default 1,2)")->delimiter(',')
       ->check(CLI::Range(1u, 1024u));
@@ -423,7 +436,13 @@ int main(int argc, char** argv) {
       bool is_kairos = name.rfind("kairos-", 0) == 0;
       if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
       for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
-        plan.systems.push_back(make_spec(name, cli, shards, plan.sizes));
+        for (bool warm : cli.warm_and_fresh ? std::vector<bool>{false, true} : std::vector<bool>{cli.warm}) {
+          Cli c = cli;
+          c.warm = warm;
+          SystemSpec spec = make_spec(name, c, shards, plan.sizes);
+          if (cli.warm_and_fresh && warm && !spec.warm) continue;  // Java: one row, its JIT pass
+          plan.systems.push_back(std::move(spec));
+        }
     }
 
     if (cli.child) {  // exactly one run, here
@@ -477,6 +496,7 @@ int main(int argc, char** argv) {
             try {
               if (s.kind == Kind::java) {
                 rec = java.run(s.config.system, w, z);
+                if (rec) (*rec)["config"]["warm"] = plan.java.warmup;  // LatHarness's pass, 1/10 size
               } else {
                 rec = run_in_child(s, w, z, cli);
               }

@@ -1,9 +1,13 @@
 // native_runs.cpp: the C++ systems under the same workload bodies (perf/workloads/).
 #include "native_runs.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
+
+#include <kairos/hdr_codec.hpp>
 
 #include <peers/asio_system.hpp>
 #include <peers/naive_stpe_system.hpp>
@@ -12,12 +16,11 @@
 namespace kairos::lat {
 namespace {
 
+std::atomic<std::uint64_t> g_systems_built{0};
+
 template <class System>
-perf::RunResult run_on(const SystemSpec& s, const std::string& w, const WorkloadSizes& z,
-                       const perf::Progress& progress) {
-  perf::SystemConfig c = s.config;
-  c.remove_on_cancel = (w == "W2" || w == "W5");
-  System sys(c);
+perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std::string& w,
+                             const WorkloadSizes& z, const perf::Progress& progress) {
   if (w == "W1") return perf::run_w1(sys, c, z.w1);
   if (w == "W2") return perf::run_w2(sys, c, z.w2);
   if (w == "W3") return perf::run_w3(sys, c, z.w3, progress);
@@ -28,11 +31,31 @@ perf::RunResult run_on(const SystemSpec& s, const std::string& w, const Workload
   throw std::invalid_argument("kairos-lat: unknown workload " + w);
 }
 
+// With s.warm, the same workload first runs on another system of the same kind, which is then
+// destroyed: the measured system starts in a process that has already run one (allocator caches
+// filled, task nodes recycled across threads, queue blocks reused), as a long-running one has.
+template <class System>
+perf::RunResult run_on(const SystemSpec& s, const std::string& w, const WorkloadSizes& z,
+                       const perf::Progress& progress) {
+  perf::SystemConfig c = s.config;
+  c.remove_on_cancel = (w == "W2" || w == "W5");
+  if (s.warm) {
+    System warm(c);
+    g_systems_built.fetch_add(1, std::memory_order_relaxed);
+    (void)run_workload(warm, c, w, z, {});
+  }
+  System sys(c);
+  g_systems_built.fetch_add(1, std::memory_order_relaxed);
+  return run_workload(sys, c, w, z, progress);
+}
+
 nlohmann::ordered_json to_json(const perf::Value& v) {
   return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, v);
 }
 
 }  // namespace
+
+std::uint64_t systems_built() { return g_systems_built.load(std::memory_order_relaxed); }
 
 bool applies(const SystemSpec& s, const std::string& workload) {
   return s.kind != Kind::kernel || workload == "W3";
@@ -50,6 +73,7 @@ nlohmann::ordered_json config_json(const SystemSpec& s) {
   j["cpus"] = c.cpus;
   j["producer_cpu"] = c.producer_cpu;
   j["timer_slack_ns"] = 1;
+  j["warm"] = s.warm;
   return j;
 }
 
@@ -58,6 +82,10 @@ void add_result(nlohmann::ordered_json& record, const perf::RunResult& r) {
   for (const auto& [k, v] : r.parameters) params[k] = to_json(v);
   record["parameters"] = params;
   for (const auto& [k, v] : r.figures) record[k] = to_json(v);
+  if (r.histogram) {
+    record["histogram"] = kairos::hdr::to_base64(*r.histogram);
+    record["histogram_format"] = kHistogramFormat;
+  }
 }
 
 nlohmann::ordered_json run_native(const SystemSpec& s, const std::string& workload,
@@ -69,6 +97,11 @@ nlohmann::ordered_json run_native(const SystemSpec& s, const std::string& worklo
     case Kind::asio: r = run_on<perf::AsioSystem>(s, workload, sizes, progress); break;
     case Kind::kernel:
       if (workload != "W3") throw std::invalid_argument("kairos-lat: kernel-nanosleep runs W3 only");
+      if (s.warm) {  // its own kind of warm-up: the same pass of sleeping threads
+        g_systems_built.fetch_add(1, std::memory_order_relaxed);
+        (void)perf::run_w3_kernel_floor(sizes.w3, {});
+      }
+      g_systems_built.fetch_add(1, std::memory_order_relaxed);
       r = perf::run_w3_kernel_floor(sizes.w3, progress);
       break;
     case Kind::java: throw std::logic_error("kairos-lat: a Java system is not native");

@@ -22,6 +22,7 @@ struct SystemSpec {
   Kind kind;
   perf::SystemConfig config;  // config.system is the name printed in every record
   std::string label;          // short row label: name plus the configuration that differs
+  bool warm = false;          // a warm-up pass on another system of this kind before each run
 };
 
 // The sizes of every workload; a workload with a list runs once per value.

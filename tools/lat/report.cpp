@@ -191,16 +191,17 @@ double RunGroup::median(const std::string& figure) const {
 
 std::string row_label(const json& rec) {
   std::string label = rec.value("system", "?");
+  const bool warm = rec.contains("config") && rec["config"].value("warm", false);
   if (label.rfind("kairos-", 0) != 0) {
     if (rec.contains("config") && rec["config"].value("pinned", false)) label += " pinned";
-    return label;
+    return warm ? label + " warm" : label;
   }
   const json& c = rec["config"];
   unsigned shards = c.value("shards", 1u), tps = c.value("threads_per_shard", 1u);
   if (shards > 1) label += " " + std::to_string(shards) + " shards";
   if (tps > 1) label += " " + std::to_string(tps) + " thr/shard";
   if (c.value("pinned", false)) label += " pinned";
-  return label;
+  return warm ? label + " warm" : label;
 }
 
 std::vector<RunGroup> group_runs(const std::vector<json>& records) {

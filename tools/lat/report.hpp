@@ -28,7 +28,8 @@ struct RunGroup {
 // Groups records in first-seen order of workload, then parameters, then system.
 std::vector<RunGroup> group_runs(const std::vector<nlohmann::ordered_json>& records);
 
-// The row label of a record: "kairos-hybrid", "kairos-spin 2 shards pinned", "java-stpe-2", ...
+// The row label of a record: "kairos-hybrid", "kairos-spin 2 shards pinned", "java-stpe-2",
+// "kairos-hybrid warm" (config.warm: measured after a warm-up pass on another system), ...
 std::string row_label(const nlohmann::ordered_json& record);
 
 void print_tables(std::ostream& out, const std::vector<RunGroup>& groups, bool markdown);
