@@ -304,6 +304,7 @@ class BasicPacer {
   };
 
   static constexpr std::uint64_t kStopBump = std::uint64_t{1} << 62;
+  static constexpr std::int64_t kYieldWithinNs = 100'000;  // a calling thread yields, not sleeps
 
   template <class Fn>
   static void invoke(State<Fn>& s, std::uint64_t n, std::int64_t intended) {
@@ -397,19 +398,34 @@ class BasicPacer {
       if (s.stop.load(std::memory_order_acquire)) break;
       std::uint64_t k = 0;
       {
-        std::lock_guard front(s.front);
+        // A free thread first tries for the front without sleeping: when calls are due back to
+        // back, the next thread is running and takes over without a wake-up.
+        bool got = s.front.try_lock();
+        for (int spin = 0; !got && spin < 64; ++spin) {
+          std::this_thread::yield();
+          got = s.front.try_lock();
+        }
+        if (!got) s.front.lock();
+        std::lock_guard front(s.front, std::adopt_lock);
         k = s.claimed.fetch_add(1, std::memory_order_relaxed);
         if (k >= s.total) break;
+        // The call may start once released or once the clock has reached its intended start,
+        // whichever this thread sees first (the thread does not depend on the tick being
+        // scheduled in time). Close to the intended start it yields and looks again; further
+        // off, it sleeps until the tick releases the call.
+        const std::int64_t due = s.intended0 + static_cast<std::int64_t>(k) * s.period;
         std::uint64_t r = s.released.load(std::memory_order_acquire);
-        for (int spin = 0; r <= k && spin < 64; ++spin) {
-          std::this_thread::yield();
-          r = s.released.load(std::memory_order_acquire);
-        }
         while (r <= k) {
-          s.sleepers.fetch_add(1, std::memory_order_seq_cst);
-          r = s.released.load(std::memory_order_seq_cst);  // [E2] pairs with [E1]
-          if (r <= k) s.released.wait(r, std::memory_order_seq_cst);
-          s.sleepers.fetch_sub(1, std::memory_order_relaxed);
+          const std::int64_t ahead = due - now_ns(s.clock);
+          if (ahead <= 0) break;
+          if (ahead <= kYieldWithinNs) {
+            std::this_thread::yield();
+          } else {
+            s.sleepers.fetch_add(1, std::memory_order_seq_cst);
+            r = s.released.load(std::memory_order_seq_cst);  // [E2] pairs with [E1]
+            if (r <= k) s.released.wait(r, std::memory_order_seq_cst);
+            s.sleepers.fetch_sub(1, std::memory_order_relaxed);
+          }
           r = s.released.load(std::memory_order_acquire);
         }
       }
