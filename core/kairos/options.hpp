@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include <kairos/hooks.hpp>
 #include <kairos/rejection.hpp>
 #include <kairos/wait.hpp>
 
 namespace kairos {
+
+class Task;
 
 struct Options {
   unsigned shards = 1;               // independent heaps, each with its own leader
@@ -26,6 +29,26 @@ struct Options {
                                                         // tasks and failed periodic tasks
   std::string name = "kairos";       // threads are named <name>-<shard>-<n> (15 chars kept)
   bool record_lateness = true;       // per-shard lateness histogram in stats()
+
+  // ---- hooks (docs/api.md "Hooks"); empty: not called, and nothing on any path costs more ----
+  // On each new scheduler thread, after it is named and pinned, before it serves: set SCHED_FIFO,
+  // the memory policy, thread-locals, check CPU isolation. The constructor waits for every
+  // thread's call; if one throws, the scheduler is stopped and the constructor rethrows it.
+  std::function<void(const ThreadInfo&)> on_thread_start;
+  // A refused submission (shut down, or capacity reached), instead of the `rejection` policy.
+  // Runs on the submitting thread, which owns the Task: it may run it, keep it, hand it on, or
+  // drop it (its future then completes as cancelled). An exception leaves the submit call.
+  std::function<void(Task, const RejectionInfo&)> on_rejected;
+  // Around every run on a scheduler thread, in this order, without any kairos lock:
+  // before_execute, decorate_task (which must call `run` once; if it does not, the task runs
+  // after it returns), the run, the task's completion, after_execute (with the task's exception,
+  // or nullptr). An exception from a hook goes to on_uncaught; the task's outcome is unchanged.
+  std::function<void(const ExecutionInfo&)> before_execute;
+  std::function<void(const ExecutionInfo&, RunFn run)> decorate_task;
+  std::function<void(const ExecutionInfo&, std::exception_ptr)> after_execute;
+  // Once, on the last scheduler thread after it stopped serving, before is_terminated() turns
+  // true and await_termination() returns; no kairos lock held.
+  std::function<void()> terminated;
 };
 
 }  // namespace kairos

@@ -16,12 +16,14 @@
 #include <chrono>
 #include <concepts>
 #include <memory>
+#include <ranges>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <kairos/clock.hpp>
+#include <kairos/detail/invoke.hpp>
 #include <kairos/detail/scheduler_core.hpp>
 #include <kairos/detail/task.hpp>
 #include <kairos/duration.hpp>
@@ -131,6 +133,83 @@ class BasicScheduler {
     return core_->wait_idle(detail::to_ns_saturated(timeout));
   }
   SchedulerStats stats() const { return core_->stats(); }
+
+  // ---- Java's ThreadPoolExecutor surface (docs/api.md "Java's counters, purge, invoke, close")
+  // Removes every cancelled task the queue still retains (remove-on-cancel off); returns how
+  // many. Takes each shard's lock once: O(pending).
+  std::size_t purge() { return core_->purge(); }
+  // Java's counts. Each is exact when the scheduler is quiet (wait_idle() returned true) and a
+  // snapshot otherwise; each takes every shard's lock briefly.
+  //   active_count          threads running tasks now (a thread runs its due tasks as a batch)
+  //   completed_task_count  executions finished on scheduler threads; every periodic run counts
+  //                         (caller_runs runs and Task::run() are not counted, as in Java)
+  //   task_count            completed_task_count + active_count + queue_size (cancelled tasks
+  //                         still retained count, as in Java)
+  //   pool_size             scheduler threads alive: shards * threads_per_shard until shutdown,
+  //                         then fewer; 0 once the last one exits (before is_terminated())
+  //   largest_pool_size     most threads alive at once: shards * threads_per_shard (the pool
+  //                         is started whole at construction and never grows)
+  std::size_t active_count() const { return core_->pool_counts().active; }
+  std::uint64_t completed_task_count() const { return core_->pool_counts().completed; }
+  std::uint64_t task_count() const {
+    auto c = core_->pool_counts();
+    return c.completed + c.active + queue_size();
+  }
+  std::size_t pool_size() const { return core_->pool_counts().pool; }
+  std::size_t largest_pool_size() const { return core_->pool_counts().largest; }
+
+  // Submits every callable of `tasks` (copied from an lvalue range, moved from an rvalue one)
+  // and waits until all are done; returns their futures in the range's order, all done. If a
+  // submission throws, the tasks already submitted are cancelled and the exception leaves.
+  // Blocks the caller: from inside a task it needs another free thread of this scheduler.
+  template <std::ranges::input_range Range>
+  auto invoke_all(Range&& tasks) {
+    auto futures = submit_all(std::forward<Range>(tasks));
+    for (auto& f : futures)
+      while (f.wait_for(std::chrono::hours(24)) != std::future_status::ready) {
+      }
+    return futures;
+  }
+  // As above, but waits at most `timeout` (real time); the tasks not done by then are
+  // cancelled (cancel(true)), so every future returned is done.
+  template <std::ranges::input_range Range, class Rep, class Period>
+  auto invoke_all(Range&& tasks, std::chrono::duration<Rep, Period> timeout) {
+    const std::int64_t until = detail::add_saturated(detail::steady_now_ns(), std::max<std::int64_t>(0, detail::to_ns_saturated(timeout)));
+    auto futures = submit_all(std::forward<Range>(tasks));
+    for (auto& f : futures) {
+      if (f.wait_for(Duration(std::max<std::int64_t>(0, until - detail::steady_now_ns()))) != std::future_status::ready) {
+        for (auto& g : futures) g.cancel(true);
+        break;
+      }
+    }
+    return futures;
+  }
+  // Submits every callable of `tasks` and returns the result of one that completed normally
+  // (the first to do so); the others are then cancelled (cancel(true)). If every task fails,
+  // rethrows the last failure (a task that never ran counts as CancelledError). Empty range:
+  // std::invalid_argument. Blocks the caller like invoke_all.
+  template <std::ranges::input_range Range>
+  auto invoke_any(Range&& tasks) {
+    return any_of(std::forward<Range>(tasks), -1);
+  }
+  // As above; throws TimeoutError (and cancels every task) if none completed normally within
+  // `timeout` (real time).
+  template <std::ranges::input_range Range, class Rep, class Period>
+  auto invoke_any(Range&& tasks, std::chrono::duration<Rep, Period> timeout) {
+    return any_of(std::forward<Range>(tasks),
+                  detail::add_saturated(detail::steady_now_ns(), std::max<std::int64_t>(0, detail::to_ns_saturated(timeout))));
+  }
+  // Java 19's ExecutorService.close(): shutdown(), then waits until terminated (the after-
+  // shutdown policies decide what still runs; on a ManualClock, delayed tasks wait for the
+  // clock). Called from inside one of its own tasks it cannot wait for itself: it does
+  // shutdown() and returns at once. Nothing happens if already terminated.
+  void close() {
+    if (is_terminated()) return;
+    shutdown();
+    if (core_->on_own_thread()) return;
+    while (!await_termination(std::chrono::hours(24))) {
+    }
+  }
   time_point now() const noexcept { return time_point(std::chrono::duration_cast<typename time_point::duration>(Duration(core_->now_ns()))); }
 
  private:
@@ -187,6 +266,61 @@ class BasicScheduler {
     ScheduledFuture<void> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);
     return fut;
+  }
+
+  template <class Range>
+  static constexpr bool kMoveElements = !std::is_lvalue_reference_v<Range>;
+
+  template <class Range>
+  auto submit_all(Range&& tasks) {
+    using F = std::ranges::range_value_t<std::remove_cvref_t<Range>>;
+    std::vector<ScheduledFuture<detail::call_result_t<F>>> futures;
+    try {
+      for (auto&& f : tasks) {
+        if constexpr (kMoveElements<Range>) futures.push_back(submit(std::move(f)));
+        else futures.push_back(submit(f));
+      }
+    } catch (...) {
+      for (auto& f : futures) f.cancel(true);
+      throw;
+    }
+    return futures;
+  }
+
+  template <class Range>
+  auto any_of(Range&& tasks, std::int64_t until_ns) {
+    using F = std::ranges::range_value_t<std::remove_cvref_t<Range>>;
+    using R = detail::call_result_t<F>;
+    auto st = std::make_shared<detail::AnyState<R>>();
+    std::vector<ScheduledFuture<void>> futures;
+    try {
+      for (auto&& f : tasks) {
+        if constexpr (kMoveElements<Range>) futures.push_back(submit(detail::AnyCall<F, R>(std::move(f), st)));
+        else futures.push_back(submit(detail::AnyCall<F, R>(F(f), st)));
+      }
+    } catch (...) {
+      for (auto& f : futures) f.cancel(true);
+      throw;
+    }
+    if (futures.empty()) throw std::invalid_argument("kairos: invoke_any needs at least one task");
+    std::unique_lock lk(st->mu);
+    auto decided = [&] { return st->value.has_value() || st->failed == futures.size(); };
+    bool in_time = true;
+    if (until_ns < 0) {
+      st->cv.wait(lk, decided);
+    } else {
+      // steady_clock is CLOCK_MONOTONIC, the clock of steady_now_ns().
+      in_time = st->cv.wait_until(lk, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until_ns)), decided);
+    }
+    lk.unlock();
+    for (auto& f : futures) f.cancel(true);
+    lk.lock();
+    if (st->value) {
+      if constexpr (std::is_void_v<R>) return;
+      else return R(std::move(*st->value));
+    }
+    if (!in_time) throw TimeoutError("kairos: invoke_any timed out");
+    std::rethrow_exception(st->last);
   }
 
   std::shared_ptr<detail::SchedulerCore> core_;

@@ -22,6 +22,7 @@
 
 #include <kairos/detail/scheduler_core.hpp>
 #include <kairos/errors.hpp>
+#include <kairos/task.hpp>
 
 #include "engine_state.hpp"
 #include "shard.hpp"
@@ -65,7 +66,25 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
           close();  // stops and joins the threads that did start
           throw;
         }
+        largest_ = threads_.size();
       }
+    }
+    if (o.on_thread_start) await_thread_starts();
+  }
+
+  // (T1) Every thread ran Options::on_thread_start (a worker writes start_error_ and counts
+  // itself under start_mu_; this reads both under it). If one threw, nothing serves: the
+  // constructor fails with that exception, after the threads are stopped and joined.
+  void await_thread_starts() {
+    std::exception_ptr error;
+    {
+      std::unique_lock lk(start_mu_);
+      start_cv_.wait(lk, [&] { return threads_started_ == threads_.size(); });
+      error = start_error_;
+    }
+    if (error) {
+      close();
+      std::rethrow_exception(error);
     }
   }
 
@@ -93,7 +112,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
         return p < 0 || static_cast<std::uint64_t>(p) < cap;
       };
       while (!sh.inbox().take_seq_if(seq, has_room)) {
-        if (state_.opt.rejection == Rejection::discard_oldest && sh.make_room()) continue;
+        if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest && sh.make_room()) continue;
         return reject(t, sh, true);
       }
     }
@@ -104,6 +123,14 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   // Applies the rejection policy to t (not enqueued; the caller's scheduler reference).
   void reject(TaskBase* t, Shard& sh, bool over_capacity) {
     sh.count_rejected();
+    if (state_.opt.on_rejected) {
+      // Options::on_rejected: the caller's thread gets the task as a Task (kOrphan: it may run
+      // it once or drop it, as with shutdown_now's). Never published: no other thread sees t.
+      transition(t, kPending, kOrphan);
+      RejectionInfo why{!over_capacity, over_capacity ? state_.opt.capacity : 0, t->shard};
+      state_.opt.on_rejected(Task(t, state_.on_uncaught), why);
+      return;
+    }
     Rejection r = state_.opt.rejection;
     if (r == Rejection::abort) {
       release(t);
@@ -159,12 +186,35 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     set_current_thread_name(name);
     set_timer_slack_1ns();
     if (cpu >= 0) pin_current_thread(cpu);
+    if (state_.opt.on_thread_start) thread_start_hook(ThreadInfo{s, index, cpu, name});
     shards_[s]->run_worker(index);
     if (live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The last thread: Options::terminated runs here, once (one thread sees the count reach
+      // 0), outside every kairos lock, before kTerminated releases await_termination().
+      if (state_.opt.terminated) {
+        try {
+          state_.opt.terminated();
+        } catch (...) {
+          report_uncaught(*state_.on_uncaught, std::current_exception());
+        }
+      }
       std::lock_guard tl(term_mu_);
       state_.run_state.store(kTerminated, std::memory_order_seq_cst);
       term_cv_.notify_all();
     }
+  }
+
+  void thread_start_hook(const ThreadInfo& info) noexcept {
+    std::exception_ptr error;
+    try {
+      state_.opt.on_thread_start(info);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lk(start_mu_);  // (T1)
+    if (error && !start_error_) start_error_ = error;
+    ++threads_started_;
+    start_cv_.notify_all();
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------------
@@ -236,6 +286,29 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     }
   }
 
+  PoolCounts pool_counts() const override {
+    PoolCounts c;
+    for (auto& sh : shards_) {
+      c.active += sh->active();
+      c.completed += sh->completed();
+    }
+    c.pool = live_threads_.load(std::memory_order_acquire);
+    c.largest = largest_;
+    return c;
+  }
+  std::size_t purge() override {
+    std::size_t n = 0;
+    for (auto& sh : shards_) n += sh->purge();
+    return n;
+  }
+  // threads_ is written only while the constructor runs (start()).
+  bool on_own_thread() const noexcept override {
+    std::thread::id me = std::this_thread::get_id();
+    for (const std::thread& th : threads_)
+      if (th.get_id() == me) return true;
+    return false;
+  }
+
   SchedulerStats stats() const override {
     SchedulerStats out;
     for (auto& sh : shards_) out.shards.push_back(sh->stats());
@@ -274,6 +347,11 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::thread> threads_;
   std::atomic<unsigned> live_threads_{0};
+  std::size_t largest_ = 0;  // threads started (the pool never grows later); set by start()
+  std::mutex start_mu_;      // (T1): on_thread_start's outcome
+  std::condition_variable start_cv_;
+  std::size_t threads_started_ = 0;
+  std::exception_ptr start_error_;
   std::mutex term_mu_;
   std::condition_variable term_cv_;
   bool listening_ = false;

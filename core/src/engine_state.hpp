@@ -22,7 +22,8 @@ struct EngineState {
         remove_on_cancel(o.remove_on_cancel),
         exec_delayed(o.execute_existing_delayed_tasks_after_shutdown),
         continue_periodic(o.continue_existing_periodic_tasks_after_shutdown),
-        on_uncaught(std::make_shared<const std::function<void(std::exception_ptr)>>(o.on_uncaught)) {}
+        on_uncaught(std::make_shared<const std::function<void(std::exception_ptr)>>(o.on_uncaught)),
+        exec_hooks(o.before_execute || o.decorate_task || o.after_execute) {}
 
   const Options opt;
   ManualClock* const manual;
@@ -32,6 +33,7 @@ struct EngineState {
   std::atomic<bool> exec_delayed;
   std::atomic<bool> continue_periodic;
   const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught;
+  const bool exec_hooks;  // a run goes through Shard::run_hooked (shard_hooks.cpp)
 
   std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
   int state() const noexcept { return run_state.load(std::memory_order_seq_cst); }

@@ -242,6 +242,7 @@ void Shard::run_task(Slot& slot) {
     t->ops->drop_callable(t);  // cancelled after it started: the runner owns the callable
     return;
   }
+  if (engine_.exec_hooks) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
   bool ok = t->ops->invoke(t);  // a one-shot task's callable is gone when it returns
   if (!t->periodic()) finish_one_shot(t, ok);
   else if (!ok) fail_periodic(t);

@@ -92,6 +92,9 @@ class Shard {
   ShardStats stats() const;
   void kick() noexcept { wait_.kick(); }
   void notify_state_changed();       // lifecycle: re-examine must_exit
+  std::size_t purge();              // purge(): drops retained cancelled tasks (shard_hooks.cpp)
+  unsigned active() const;           // threads of this shard holding a batch (active_count)
+  std::uint64_t completed() const noexcept;  // executions finished (completed_task_count)
 
  private:
   struct Slot {
@@ -117,6 +120,7 @@ class Shard {
   void remove(TaskBase* t);
   bool start_stoppable(TaskBase* t);
   void run_task(Slot& slot);
+  void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks
   void after_run(const Slot& slot, bool taken);
   void finish_one_shot(TaskBase* t, bool ok);
   void fail_periodic(TaskBase* t);

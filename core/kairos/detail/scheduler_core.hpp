@@ -54,6 +54,17 @@ class SchedulerCore {
   // The destructor's work: shutdown_now, drop its tasks, stop and join the threads.
   virtual void close() noexcept = 0;
 
+  // Java's ThreadPoolExecutor surface (BasicScheduler::purge, active_count, ...).
+  struct PoolCounts {
+    std::size_t active = 0;       // threads running a batch of tasks
+    std::uint64_t completed = 0;  // executions finished (each periodic run counts)
+    std::size_t pool = 0;         // scheduler threads alive
+    std::size_t largest = 0;      // most threads alive at once
+  };
+  virtual PoolCounts pool_counts() const = 0;
+  virtual std::size_t purge() = 0;
+  virtual bool on_own_thread() const noexcept = 0;  // the caller is one of its threads
+
  protected:
   explicit SchedulerCore(ManualClock* clock) noexcept : manual_(clock) {}
   ManualClock* manual_;
