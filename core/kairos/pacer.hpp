@@ -11,10 +11,11 @@
 //   behind a slow call is counted, not hidden (no coordinated omission). A call that starts
 //   late shows as such in max_behind.
 // Concurrency: set_concurrency(n) with n > 1 makes the calls on n threads of the pacer's own, at
-//   the same total rate (wrk2's -c): the scheduler's fixed-rate task releases call k at its
-//   intended start t0 + k * period, and whichever of the n threads is free takes it, so up to n
-//   calls are in flight and a slow call delays only the calls that find no free thread. Each
-//   call is still measured from its intended start. With n == 1 (the default) the calls run on
+//   the same total rate (wrk2's -c): call k is meant for t0 + k * period, and whichever of the n
+//   threads is free takes it; it starts when the scheduler's fixed-rate task releases it or when
+//   that thread sees the clock reach its intended start, whichever comes first. So up to n calls
+//   are in flight and a slow call delays only the calls that find no free thread. Each call is
+//   still measured from its intended start. With n == 1 (the default) the calls run on
 //   the scheduler thread itself, one after another (no hand-off between threads).
 // Intervals: set_intervals(every, fn) hands fn the histograms of every interval of `every`
 //   (a call is counted in the interval in which it ended, measured from the intended start of
