@@ -90,10 +90,30 @@ class ScheduledFuture {
   }
   bool is_periodic() const noexcept { return node_ && node_->periodic(); }
 
+  // Moves a pending re-armable task (schedule_rearmable) to `delay` from now on its scheduler's
+  // clock, in O(1) and without a lock: a later deadline is only recorded (the leader re-files
+  // the task when the old one comes), an earlier one is sent to the leader at once. True iff
+  // the task was pending: it then starts at the new deadline, never at the old one, and among
+  // equal deadlines in re-arm order. False if it started, completed, was cancelled or returned
+  // by shutdown_now, or is not re-armable. Saturating like schedule(); negative: at once.
+  template <class Rep, class Period>
+  bool rearm(std::chrono::duration<Rep, Period> delay) noexcept {
+    if (!node_) return false;
+    std::int64_t d = detail::to_ns_saturated(delay);
+    if (d < 0) d = 0;
+    std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
+    std::int64_t deadline;
+    bool never = __builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs;
+    return detail::rearm_task(node_, core_, never ? detail::kMaxNs : deadline, never);
+  }
+  bool is_rearmable() const noexcept { return node_ && (node_->flags & detail::kRearmable); }
+
   // Until the next trigger on the scheduler's clock; <= 0 when due.
   Duration delay() const noexcept {
     if (!node_) return Duration::zero();
-    std::int64_t d = std::atomic_ref<std::int64_t>(node_->deadline).load(std::memory_order_relaxed);
+    std::int64_t& at = (node_->flags & detail::kRearmable) ? static_cast<detail::RearmBase*>(node_)->latest_deadline
+                                                            : node_->deadline;
+    std::int64_t d = std::atomic_ref<std::int64_t>(at).load(std::memory_order_relaxed);
     std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
     return Duration(detail::sub_saturated(d, now));
   }

@@ -180,6 +180,9 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   }
 
   void on_cancelled(TaskBase* t, bool queued) noexcept override { shards_[t->shard]->on_cancelled(t, queued); }
+  void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept override {
+    shards_[t->shard]->rearm_locked(t, deadline, never);
+  }
 
   // ---- threads ------------------------------------------------------------------------------------
   void worker_main(unsigned s, unsigned index, int cpu, const std::string& name) {

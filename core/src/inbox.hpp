@@ -13,7 +13,7 @@
 //
 // Counts. next_seq_ (sequence numbers taken) - abandoned_ (taken, never enqueued: no memory) is
 // the number of submissions; drained_ of them reached the leader. Remove requests: posted_
-// enqueued (lost_ of those failed), done_ applied by the leader. wait_idle() and shutdown
+// enqueued (lost_ of those failed), done_ applied by the leader (remove and refile requests). wait_idle() and shutdown
 // compare these to know that everything sent before them has arrived.
 #pragma once
 #include <atomic>
@@ -34,6 +34,8 @@ class Inbox {
   static constexpr std::size_t kChunk = 256;           // items per try_dequeue_bulk
   static constexpr int kMaxPasses = 64;                // per drain(): the leader never chases
   static constexpr std::uintptr_t kRemoveTag = 1;      // an item with this bit: a remove request
+  static constexpr std::uintptr_t kRefileTag = 2;      // this one: a re-arm to an earlier deadline
+  static constexpr std::uintptr_t kTags = kRemoveTag | kRefileTag;
 
   Inbox() : queue_(kInitialCapacity), tokens_(queue_) { unconfirmed_.reserve(kChunk * 4); }
 
@@ -58,10 +60,11 @@ class Inbox {
   }
   // A seq taken by a submission that could not be enqueued. seq_cst: drain_all() reads it.
   void abandon() noexcept { abandoned_.fetch_add(1, std::memory_order_seq_cst); }
-  // A remove request for t (the caller holds a reference for it). False if it could not be sent.
-  bool post_remove(TaskBase* t) noexcept {
+  // A request about t (kRemoveTag or kRefileTag; the caller holds a reference for it). False if
+  // it could not be sent.
+  bool post(TaskBase* t, std::uintptr_t tag) noexcept {
     posted_.fetch_add(1, std::memory_order_seq_cst);  // before the item: drain_all waits for it
-    if (push(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) | kRemoveTag))) return true;
+    if (push(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) | tag))) return true;
     lost_.fetch_add(1, std::memory_order_seq_cst);
     return false;
   }
@@ -81,10 +84,10 @@ class Inbox {
   std::uint64_t removes_done() const noexcept { return done_.load(std::memory_order_relaxed); }
 
   // -- the leader (shard lock held) ----------------------------------------------------------
-  // Up to kMaxPasses bulk passes. Remove requests go to remove(t) at once; submissions go to
+  // Up to kMaxPasses bulk passes. Requests go to request(t, tag) at once; submissions go to
   // accept(t) once confirmed (see FIFO). True if anything arrived.
-  template <class Accept, class Remove>
-  bool drain(Accept&& accept, Remove&& remove, int max_passes = kMaxPasses) {
+  template <class Accept, class Request>
+  bool drain(Accept&& accept, Request&& request, int max_passes = kMaxPasses) {
     TaskBase* buf[kChunk];
     bool any = false;
     for (int pass = 0; pass < max_passes; ++pass) {
@@ -92,8 +95,8 @@ class Inbox {
       if (n < kChunk) confirm(accept);  // a complete pass: what was seen before it is confirmed
       for (std::size_t i = 0; i < n; ++i) {
         auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
-        if (bits & kRemoveTag) {
-          remove(reinterpret_cast<TaskBase*>(bits & ~kRemoveTag));
+        if (bits & kTags) {
+          request(reinterpret_cast<TaskBase*>(bits & ~kTags), bits & kTags);
           bump(done_);
         } else {
           bump(drained_);
@@ -107,10 +110,10 @@ class Inbox {
   }
   // Drains until every submission and remove request counted so far has arrived and been
   // confirmed (a submission between its seq and its enqueue is waited for: a few instructions).
-  template <class Accept, class Remove>
-  void drain_all(Accept&& accept, Remove&& remove) {
+  template <class Accept, class Request>
+  void drain_all(Accept&& accept, Request&& request) {
     for (int i = 0;; ++i) {
-      drain(accept, remove);
+      drain(accept, request);
       if (unconfirmed_.empty() && drained() == submitted() && removes_done() == removes_sent()) return;
       if (i > 64) std::this_thread::yield();
     }

@@ -51,13 +51,87 @@ void Shard::on_cancelled(TaskBase* t, bool queued) noexcept {
   bool kick = engine_.state() != kRunningState;  // after shutdown at once: it may be the last task
   if (queued) {  // in the timer queue (or a batch): the leader must be told
     add_ref(t);  // the request's reference
-    if (!inbox_.post_remove(t)) release(t);  // no memory: it stays queued until its deadline,
+    if (!inbox_.post(t, Inbox::kRemoveTag)) release(t);  // no memory: it stays queued until its deadline,
                                              // already uncounted (kRemoved); not the last ref
     else if ((n & (kDrainEvery - 1)) == kDrainEvery - 1) kick = true;
   }  // not queued: the leader drops the node when it drains it; nothing to send
   if (kick) wait_.kick();
   // (P1) release: sets kRemoved and clears the pin in one step; pairs with (P2).
   t->state.fetch_xor(kPin | kRemoved, std::memory_order_release);
+}
+
+// ---- re-arm ---------------------------------------------------------------------------------
+// (t held in kRearming by the caller: no start, cancel or shutdown_now until it lets go.)
+// The new key takes a sequence number like a submission (I1): equal deadlines keep re-arm
+// order against other re-arms and submissions. The seq is then counted as abandoned (no
+// submission item follows), after any request: the leader's count read (leader_wait.hpp) that
+// sees (I1) waits for that abandon, so it drains the request before it waits.
+void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept {
+  auto* r = static_cast<RearmBase*>(t);
+  std::uint64_t seq = inbox_.take_seq();  // (I1)
+  std::atomic_ref<std::int64_t>(r->latest_deadline).store(never ? kMaxNs : deadline, std::memory_order_relaxed);
+  r->latest_seq = seq | (never ? kNeverBit : 0);
+  // Filed later than the new deadline: the leader must move it now (never late). Filed earlier:
+  // nothing to send; when the filed deadline comes, the leader re-files it (never early).
+  std::int64_t filed = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
+  bool earlier = !never && (deadline < filed || t->never_due());
+  if (earlier) {
+    add_ref(t);  // the request's reference
+    // No memory for the request: it starts at its filed deadline, later than asked (the one
+    // way a re-arm can be late; the inbox allocates only when it grows past its high-water).
+    if (!inbox_.post(t, Inbox::kRefileTag)) release(t);
+    wait_.notify_earlier(deadline);
+  }
+  inbox_.abandon();
+}
+
+// Leader side, under mu_: a re-arm to an earlier deadline. A task in the timer queue's heap
+// moves to its new key now; one in the due FIFO, a batch or not yet accepted is already due or
+// checked when it starts (try_start).
+void Shard::refile(TaskBase* t) {
+  if (t->heap_index == kNotInHeap || t->heap_index == kInFifo) return;
+  if (!lock_pending(t)) return;  // (L1) started, cancelled (stays until its deadline) or taken
+  auto* r = static_cast<RearmBase*>(t);
+  if (r->rearmed()) {
+    queue_.erase(t);
+    t->deadline = r->latest_deadline;
+    t->seq = r->latest_seq;
+    queue_.push(t, engine_.now_ns());
+  }
+  unlock_pending(t);  // (L2)
+}
+
+// Starts t (kPending -> kRunning) at the key it is filed at, unless it was re-armed since: then
+// its filed key becomes the latest one and the caller puts it back in the queue, where it takes
+// its place by (deadline, seq) — also when the new deadline is due already, so that equal
+// deadlines keep re-arm order. A re-arm and a start thus never both win.
+Shard::Start Shard::try_start(TaskBase* t) noexcept {
+  if (!(t->flags & kRearmable)) return transition(t, kPending, kRunning) ? Start::started : Start::gone;
+  if (!lock_pending(t)) return Start::gone;  // (L1)
+  auto* r = static_cast<RearmBase*>(t);
+  if (r->rearmed()) {
+    std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
+    t->seq = r->latest_seq;
+    unlock_pending(t);  // (L2)
+    return Start::refile;
+  }
+  unlock_pending(t, kRunning);  // (L2)
+  return Start::started;
+}
+
+// pop_due's check of a re-armable task (mu_ held): true if it was re-armed since it was filed;
+// it is then filed again at its latest key.
+bool Shard::refiled_at_pop(TaskBase* t, std::int64_t now) {
+  if (!(t->flags & kRearmable) || !lock_pending(t)) return false;  // (L1)
+  auto* r = static_cast<RearmBase*>(t);
+  bool moved = r->rearmed();
+  if (moved) {
+    std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
+    t->seq = r->latest_seq;
+  }
+  unlock_pending(t);  // (L2)
+  if (moved) queue_.push(t, now);
+  return moved;
 }
 
 // ---- threads --------------------------------------------------------------------------------
@@ -154,6 +228,9 @@ bool Shard::arm_and_check(std::int64_t deadline, std::uint32_t) {
     drain();
     if (i > 64) std::this_thread::yield();
   }
+  // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
+  drain();
+  while (inbox_.has_unconfirmed()) drain();
   TaskBase* head = queue_.empty() ? nullptr : queue_.top();
   bool earlier = head != nullptr && !head->never_due() && head->deadline < deadline;
   if (earlier || (head != nullptr && deadline == kMaxNs)) {
@@ -169,6 +246,9 @@ void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool fore
   if (deadline == kMaxNs && !forever) forever = true;
   wait_.arm(deadline);  // (W1) again: a no-op store when arm_and_check did it
   unlock_and_bury(lk, grave);
+  // The task pool's next slab is populated here, off the producers' path and never just before
+  // a deadline (it can take a few hundred microseconds on a VM).
+  if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) task_pool_prepare();
   if (engine_.manual) {
     wait_.sleep_until(w, -1);  // ManualClock::advance kicks every shard
   } else {
@@ -198,7 +278,8 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch) {
       drop_cancelled(t);
       continue;
     }
-    if (stoppable && !start_stoppable(t)) continue;
+    if (refiled_at_pop(t, now)) continue;  // re-armed: back in line at its new key
+    if (stoppable && !start_stoppable(t, now)) continue;
     batch[n++] = Slot{t, t->deadline, 0, stoppable, stoppable};
     if (t->periodic() || stoppable) break;  // a periodic task's next run may come before the
                                             // rest: re-queue it first
@@ -210,14 +291,15 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch) {
 // A task taking a stop token starts under mu_: a fresh stop source (written before the task is
 // visible as running: cancel(true) touches it only after winning kRunning -> kCancelled), then
 // kPending -> kRunning, and registered for shutdown_now()'s stop requests.
-bool Shard::start_stoppable(TaskBase* t) {
+bool Shard::start_stoppable(TaskBase* t, std::int64_t now) {
   if (std::stop_source* src = t->ops->stop_source(t)) {
     *src = std::stop_source();
     if (engine_.state() >= kStop) src->request_stop();
   }
-  if (!transition(t, kPending, kRunning)) {
-    drop_cancelled(t);
-    return false;
+  switch (try_start(t)) {
+    case Start::started: break;
+    case Start::refile: queue_.push(t, now); return false;
+    case Start::gone: drop_cancelled(t); return false;
   }
   running_stoppable_.push_back(t);
   add_out(1);
@@ -229,7 +311,9 @@ bool Shard::start_stoppable(TaskBase* t) {
 void Shard::run_task(Slot& slot) {
   TaskBase* t = slot.task;
   if (!slot.started_at_pop) {
-    slot.started = transition(t, kPending, kRunning);
+    Start st = try_start(t);
+    slot.started = st == Start::started;
+    slot.refile = st == Start::refile;
     if (!slot.started) return;
     add_out(1);  // it left the queue (queue_size) the moment it started
   }
@@ -282,6 +366,11 @@ void Shard::next_deadline(TaskBase* t) noexcept {
 void Shard::after_run(const Slot& slot, bool taken) {
   TaskBase* t = slot.task;
   if (!slot.started) {
+    if (slot.refile && !taken) {  // re-armed after it was popped: still pending, back in line
+      queue_.push(t, engine_.now_ns());
+      if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
+      return;
+    }
     if (taken) bury_later(t);  // counted out by shutdown_now()
     else drop_cancelled(t);    // cancelled while it waited in the batch
     return;
@@ -308,12 +397,12 @@ void Shard::after_run(const Slot& slot, bool taken) {
 // ---- inbox ----------------------------------------------------------------------------------
 void Shard::drain() {
   std::int64_t now = engine_.now_ns();
-  inbox_.drain([&](TaskBase* t) { accept(t, now); }, [&](TaskBase* t) { remove(t); });
+  inbox_.drain([&](TaskBase* t) { accept(t, now); }, [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
 }
 
 void Shard::drain_all() {
   std::int64_t now = engine_.now_ns();
-  inbox_.drain_all([&](TaskBase* t) { accept(t, now); }, [&](TaskBase* t) { remove(t); });
+  inbox_.drain_all([&](TaskBase* t) { accept(t, now); }, [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
 }
 
 // A confirmed submission enters the timer queue, unless cancelled or refused by the shutdown
@@ -346,15 +435,32 @@ void Shard::accept(TaskBase* t, std::int64_t now) {
     }
     // (A1) acq_rel: marks t queued. Pairs with the cancel CAS (C1): a cancel that fails against
     // it reloads, sees kQueued, and posts a remove request; one that won first made this fail.
+    if ((s & kStateMask) == kRearming) {  // a re-arm holds it for a moment
+      cpu_relax();
+      s = t->state.load(std::memory_order_acquire);
+      continue;
+    }
     if (t->state.compare_exchange_weak(s, s | kQueued, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if ((t->flags & kRearmable) && lock_pending(t)) {  // filed at its latest key
+        auto* r = static_cast<RearmBase*>(t);
+        std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
+        t->seq = r->latest_seq;
+        unlock_pending(t);
+      }
       queue_.push(t, now);
       return;
     }
   }
 }
 
-// A remove request (remove-on-cancel of a queued task; counted out at cancel()).
-void Shard::remove(TaskBase* t) {
+// A request: remove (remove-on-cancel of a queued task; counted out at cancel()) or refile (a
+// re-arm to an earlier deadline).
+void Shard::request(TaskBase* t, std::uintptr_t tag) {
+  if (tag == Inbox::kRefileTag) {
+    refile(t);
+    bury_later(t);  // the request's reference
+    return;
+  }
   if (queue_.erase(t)) bury_later(t);  // the queue's reference; a due task in the FIFO stays
                                        // until it reaches the front (then dropped)
   bury_later(t);                       // the request's reference
@@ -502,6 +608,11 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   queue_.clear();
   for (TaskBase* t : pending) {
     if (transition(t, kPending, kOrphan)) {
+      if (t->flags & kRearmable) {  // returned in the order of the deadlines it waits for
+        auto* r = static_cast<RearmBase*>(t);
+        std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
+        t->seq = r->latest_seq;
+      }
       add_out(1);
       orphans.push_back(t);  // the scheduler's reference now belongs to the caller
     } else {
@@ -531,7 +642,7 @@ void Shard::settle_after_exit() {
   std::vector<TaskBase*> rest;
   // No order is needed here: everything left is cancelled.
   do {
-    inbox_.drain([&](TaskBase* t) { rest.push_back(t); }, [&](TaskBase* t) { remove(t); });
+    inbox_.drain([&](TaskBase* t) { rest.push_back(t); }, [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
   } while (inbox_.has_unconfirmed());
   queue_.for_each([&](TaskBase* t) { rest.push_back(t); });
   queue_.clear();

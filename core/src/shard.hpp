@@ -44,6 +44,8 @@ class Shard {
  public:
   static constexpr std::uint64_t kDrainEvery = 8192;  // inbox high-water mark (power of two)
   static constexpr std::size_t kMaxBatch = 64;        // due tasks one leader takes at once
+  static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the
+                                                             // next deadline is further away
 
   Shard(const EngineState& engine, unsigned index);
   ~Shard();
@@ -63,6 +65,11 @@ class Shard {
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
   void publish(TaskBase* t, std::uint64_t seq, bool never) {
     t->seq = seq | (never ? kNeverBit : 0);
+    if (t->flags & kRearmable) {  // not yet re-armed: the latest key is the filed one
+      auto* r = static_cast<RearmBase*>(t);
+      r->latest_deadline = t->deadline;
+      r->latest_seq = t->seq;
+    }
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
     if (!inbox_.push(t)) {
       inbox_.abandon();
@@ -76,6 +83,8 @@ class Shard {
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
   // The canceller's half (SchedulerCore::on_cancelled): t is kCancelled|kPin.
   void on_cancelled(TaskBase* t, bool queued) noexcept;
+  // The re-armer's half (SchedulerCore::rearm_locked): t is held in kRearming.
+  void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept;
 
   // ---- the shard's threads -------------------------------------------------------------------
   void add_thread();       // before a thread starts (index = the count before)
@@ -103,7 +112,9 @@ class Shard {
     std::int64_t start;     // when it started (lateness), if recorded
     bool started_at_pop;    // a stoppable task: started under mu_, alone in its batch
     bool started;
+    bool refile = false;    // re-armed after it was popped: back to the queue
   };
+  enum class Start { started, refile, gone };
   using Lock = std::unique_lock<std::mutex>;
   // Graveyard entries: the task pointer, low bit set if its callable must be destroyed too.
   static constexpr std::uintptr_t kDropCallable = 1;
@@ -117,8 +128,11 @@ class Shard {
   void drain();
   void drain_all();
   void accept(TaskBase* t, std::int64_t now);
-  void remove(TaskBase* t);
-  bool start_stoppable(TaskBase* t);
+  void request(TaskBase* t, std::uintptr_t tag);
+  void refile(TaskBase* t);
+  Start try_start(TaskBase* t) noexcept;
+  bool refiled_at_pop(TaskBase* t, std::int64_t now);
+  bool start_stoppable(TaskBase* t, std::int64_t now);
   void run_task(Slot& slot);
   void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks
   void after_run(const Slot& slot, bool taken);

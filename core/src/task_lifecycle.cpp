@@ -14,6 +14,11 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
   for (;;) {
     std::uint32_t st = s & kStateMask;
     std::uint32_t n;
+    if (st == kRearming) {  // a re-arm holds it for a few instructions
+      relax_cpu();
+      s = t->state.load(std::memory_order_acquire);
+      continue;
+    }
     if (st == kPending) n = (s & ~kStateMask) | kCancelled | kPin;
     else if (st == kRunning || st == kOrphan) n = (s & ~kStateMask) | kCancelled;
     else return false;
@@ -31,6 +36,15 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
     }
     return true;
   }
+}
+
+bool rearm_task(TaskBase* t, SchedulerCore* core, std::int64_t deadline, bool never) noexcept {
+  if (!(t->flags & kRearmable) || !lock_pending(t)) return false;  // (L1)
+  // Held: the task stays attached (no start, cancel or shutdown_now until unlock), so `core`
+  // and its shard are alive.
+  core->rearm_locked(t, deadline, never);
+  unlock_pending(t);  // (L2)
+  return true;
 }
 
 void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_uncaught) noexcept {

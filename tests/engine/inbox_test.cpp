@@ -22,7 +22,12 @@ struct Sink {
   std::vector<TaskBase*> accepted;
   std::vector<TaskBase*> removed;
   auto accept() { return [this](TaskBase* t) { accepted.push_back(t); }; }
-  auto remove() { return [this](TaskBase* t) { removed.push_back(t); }; }
+  auto remove() {
+    return [this](TaskBase* t, std::uintptr_t tag) {
+      EXPECT_EQ(tag, Inbox::kRemoveTag);
+      removed.push_back(t);
+    };
+  }
 };
 
 TEST(Inbox, ItemsSeenInAnIncompletePassWaitForTheNextCompletePass) {
@@ -55,8 +60,8 @@ TEST(Inbox, RemoveRequestsArriveAtOnceAndAreCounted) {
   auto n = nodes(3);
   inbox.take_seq();
   ASSERT_TRUE(inbox.push(n[0].get()));
-  ASSERT_TRUE(inbox.post_remove(n[1].get()));
-  ASSERT_TRUE(inbox.post_remove(n[2].get()));
+  ASSERT_TRUE(inbox.post(n[1].get(), Inbox::kRemoveTag));
+  ASSERT_TRUE(inbox.post(n[2].get(), Inbox::kRemoveTag));
   EXPECT_EQ(inbox.removes_sent(), 2u);
   EXPECT_EQ(inbox.removes_done(), 0u);
   Sink sink;

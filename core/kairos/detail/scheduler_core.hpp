@@ -38,6 +38,9 @@ class SchedulerCore {
   // accepted it): counts it out and posts a remove request under remove-on-cancel, then clears
   // the pin. The task is attached, so this scheduler is alive until the pin clears.
   virtual void on_cancelled(TaskBase* t, bool queued) noexcept = 0;
+  // rearm() of t (re-armable, held in kRearming by the caller): records the new deadline with a
+  // fresh sequence number, and tells the leader at once if it is earlier than the filed one.
+  virtual void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept = 0;
 
   virtual void shutdown() = 0;
   virtual std::vector<TaskBase*> shutdown_now() = 0;  // references now owned by the caller
@@ -70,6 +73,9 @@ class SchedulerCore {
   ManualClock* manual_;
 };
 
+// ScheduledFuture::rearm: the task's next deadline becomes `deadline` (never due if `never`).
+// True iff it was pending and re-armable: it then starts at the new deadline, not the old one.
+bool rearm_task(TaskBase* t, SchedulerCore* core, std::int64_t deadline, bool never) noexcept;
 // Runs an orphaned task (from shutdown_now) once in the calling thread, with a fresh stop token;
 // an execute()d task's exception goes to `on_uncaught` (stderr if empty).
 void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_uncaught) noexcept;

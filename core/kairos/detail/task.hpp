@@ -12,7 +12,11 @@
 //         |                 \--periodic ok--> kPending     (re-queued by its runner)
 //         +--cancel---------+-------------> kCancelled     (from kPending or kRunning)
 //         +--shutdown_now--> kOrphan --Task::run--> kRunning; Task dropped --> kCancelled
+//         +--rearm (re-armable tasks)--> kRearming --> kPending   (a few instructions)
 //
+//   kRearming is kPending with a lock held: every transition out of kPending waits for it to
+//   end (transition(), cancel_task), so a re-arm racing a start, a cancel or shutdown_now is
+//   ordered before or after it as a whole.
 //   Every transition is a CAS, so cancel racing a start, a completion, or shutdown_now has exactly
 //   one winner. Flags beside the state:
 //     kQueued   the shard's leader accepted the task into its timer queue (a CAS from kPending);
@@ -48,6 +52,8 @@ inline constexpr std::uint32_t kNormal = 2;
 inline constexpr std::uint32_t kExceptional = 3;
 inline constexpr std::uint32_t kCancelled = 4;
 inline constexpr std::uint32_t kOrphan = 5;
+inline constexpr std::uint32_t kRearming = 6;  // kPending, locked for a moment by a re-arm (or
+                                               // by the leader reading the re-armed deadline)
 inline constexpr std::uint32_t kStateMask = 7;
 inline constexpr std::uint32_t kQueued = 1u << 3;
 inline constexpr std::uint32_t kPin = 1u << 4;
@@ -65,6 +71,7 @@ inline constexpr std::uint8_t kPeriodic = 1;
 inline constexpr std::uint8_t kFixedDelay = 2;
 inline constexpr std::uint8_t kStoppable = 4;
 inline constexpr std::uint8_t kNoFuture = 8;  // execute(): exceptions go to on_uncaught
+inline constexpr std::uint8_t kRearmable = 16;  // a RearmBase: rearm() may move its deadline
 
 // TaskBase::life: what the node's storage holds. Written by the one thread that owns the run
 // (or won the cancel), read by the last owner and by get() after an acquire of a final state.
@@ -112,17 +119,56 @@ inline void release(TaskBase* t) noexcept {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) t->ops->destroy(t);
 }
 
+inline void relax_cpu() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
 // terminal. acq_rel: the winner publishes the result (release) and sees earlier transitions.
+// From kPending it waits out a re-arm in progress (kRearming).
 inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   for (;;) {
-    if ((s & kStateMask) != from) return false;  // (a pinned task is kCancelled: never `from`)
+    if ((s & kStateMask) != from) {
+      if (from != kPending || (s & kStateMask) != kRearming) return false;  // (a pinned task is
+      relax_cpu();                                                           // kCancelled: never
+      s = t->state.load(std::memory_order_acquire);                          // `from`)
+      continue;
+    }
     std::uint32_t n = (s & ~kStateMask) | to;
     if (t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) {
       if (is_terminal(to) && (s & kWaiters)) futex_wake_all(&t->state);
       return true;
     }
+  }
+}
+
+// Re-armable tasks: holds a pending task in kRearming (waiting out another holder). False if
+// it is not pending (started, done, cancelled, returned by shutdown_now). (L1) acq_rel: the
+// holder sees the previous holder's writes; pairs with (L2).
+inline bool lock_pending(TaskBase* t) noexcept {
+  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  for (;;) {
+    std::uint32_t st = s & kStateMask;
+    if (st == kRearming) {
+      relax_cpu();
+      s = t->state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st != kPending) return false;
+    if (t->state.compare_exchange_weak(s, (s & ~kStateMask) | kRearming, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+      return true;
+  }
+}
+// Ends the hold: kRearming -> `to` (kPending, or kRunning for a start), keeping the flags
+// (a get() may add kWaiters meanwhile). (L2) release: publishes what the holder wrote.
+inline void unlock_pending(TaskBase* t, std::uint32_t to = kPending) noexcept {
+  std::uint32_t s = t->state.load(std::memory_order_relaxed);
+  while (!t->state.compare_exchange_weak(s, (s & ~kStateMask) | to, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
   }
 }
 
@@ -150,6 +196,18 @@ inline std::exception_ptr& stored_error(TaskBase* t) noexcept {
 // ---- typed nodes --------------------------------------------------------------------------
 struct PeriodicBase : TaskBase {
   std::int64_t period = 0;  // fixed rate: deadline += period; fixed delay: end of run + period
+};
+
+// A re-armable one-shot task: the deadline rearm() asked for last, and the sequence number it
+// took then (FIFO among equal deadlines by re-arm order). Written by the re-armer and read by
+// the leader only while they hold the task in kRearming; `latest_deadline` is also read by
+// delay() (relaxed snapshot). The leader files the task at (deadline, seq); when the filed key
+// differs from the latest one, it re-files before it starts the task (never early), and a
+// re-arm to an earlier deadline sends it a request at once (never late).
+struct RearmBase : TaskBase {
+  std::int64_t latest_deadline = 0;
+  std::uint64_t latest_seq = 0;
+  bool rearmed() const noexcept { return latest_seq != seq || latest_deadline != deadline; }
 };
 
 struct NoStop {};
@@ -198,8 +256,8 @@ struct TaskStorage {
   std::exception_ptr& error() noexcept { return *static_cast<std::exception_ptr*>(result()); }
 };
 
-template <class F, class R, bool Periodic, bool Stoppable>
-struct Node final : std::conditional_t<Periodic, PeriodicBase, TaskBase> {
+template <class F, class R, bool Periodic, bool Stoppable, bool Rearmable = false>
+struct Node final : std::conditional_t<Periodic, PeriodicBase, std::conditional_t<Rearmable, RearmBase, TaskBase>> {
   using Storage = TaskStorage<F, R, Periodic>;
   [[no_unique_address]] std::conditional_t<Stoppable, std::stop_source, NoStop> stop;
   Storage store;
@@ -301,12 +359,13 @@ bool is_empty_callable(const F& f) noexcept {
 }
 
 // Builds the node for F with one reference (the caller adds the handles').
-template <bool Periodic, class F>
+template <bool Periodic, class F, bool Rearmable = false>
 auto* make_node(F&& f, std::uint8_t flags) {
+  static_assert(!(Periodic && Rearmable), "kairos: only one-shot tasks are re-armable");
   using Fn = std::decay_t<F>;
   constexpr bool stoppable = kTakesStopToken<Fn>;
   using R = std::conditional_t<Periodic, void, call_result_t<Fn>>;
-  using N = Node<Fn, R, Periodic, stoppable>;
+  using N = Node<Fn, R, Periodic, stoppable, Rearmable>;
   constexpr std::uint8_t cls = size_class_for(sizeof(N), alignof(N));
   void* mem = cls == kHeapClass ? ::operator new(sizeof(N), std::align_val_t{alignof(N)}) : task_alloc(cls);
   N* n;
@@ -319,7 +378,8 @@ auto* make_node(F&& f, std::uint8_t flags) {
   }
   n->ops = &N::kOps;
   n->size_class = cls;
-  n->flags = static_cast<std::uint8_t>(flags | (Periodic ? kPeriodic : 0) | (stoppable ? kStoppable : 0));
+  n->flags = static_cast<std::uint8_t>(flags | (Periodic ? kPeriodic : 0) | (stoppable ? kStoppable : 0) |
+                                        (Rearmable ? kRearmable : 0));
   return n;
 }
 

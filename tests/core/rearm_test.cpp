@@ -1,0 +1,169 @@
+// Re-arm (ScheduledFuture::rearm on a schedule_rearmable task): never early and never late for
+// the newest deadline, FIFO among equal deadlines by re-arm order, and a re-arm racing the run:
+// either the run happens for the old deadline (rearm() is false) or the task waits for the new
+// one (rearm() is true), never both, never neither.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+namespace {
+
+using namespace kairos_test;
+
+TEST(Rearm, ALaterDeadlineIsNeverEarly) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  std::atomic<int> runs{0};
+  auto f = s.schedule_rearmable([&] { runs.fetch_add(1); }, 10ms);
+  clock.advance(5ms);
+  ASSERT_TRUE(f.rearm(10ms));  // now due at 15 ms
+  EXPECT_EQ(f.delay(), 10ms);
+  clock.advance(5ms);  // the old deadline: the leader wakes, re-files, does not run it
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs.load(), 0);
+  EXPECT_EQ(s.queue_size(), 1u);
+  clock.advance(4ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs.load(), 0);
+  clock.advance(1ms);
+  f.get();
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(s.queue_size(), 0u);
+}
+
+TEST(Rearm, AnEarlierDeadlineIsNeverLate) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule_rearmable([] { return 5; }, 1h);
+  ASSERT_TRUE(s.wait_idle(kPatience));  // filed at 1 h
+  ASSERT_TRUE(f.rearm(2ms));
+  clock.advance(1ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_FALSE(f.is_done());
+  clock.advance(1ms);
+  EXPECT_EQ(f.get(), 5);
+}
+
+TEST(Rearm, AnEarlierDeadlineWakesALeaderAsleepForTheOldOne) {
+  kairos::Options o = single_thread();
+  o.wait = kairos::WaitPolicy::sleep();
+  kairos::Scheduler s(o);
+  auto f = s.schedule_rearmable([] { return 1; }, 1h);
+  ASSERT_TRUE(s.wait_idle(kPatience));  // the leader sleeps until the task's hour
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(f.rearm(1ms));
+  ASSERT_EQ(f.wait_for(kPatience), std::future_status::ready);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1ms);  // and not before its new deadline
+  EXPECT_EQ(f.get(), 1);
+}
+
+TEST(Rearm, EqualDeadlinesStartInReArmOrder) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  Recorder order;
+  auto a = s.schedule_rearmable([&] { order.add(1); }, 5ms);
+  auto b = s.schedule_rearmable([&] { order.add(2); }, 1h);
+  auto c = s.schedule_rearmable([&] { order.add(3); }, 3ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  ASSERT_TRUE(c.rearm(10ms));  // later
+  ASSERT_TRUE(b.rearm(10ms));  // earlier
+  ASSERT_TRUE(a.rearm(10ms));  // later
+  auto d = s.schedule_at([&] { order.add(4); }, kairos::ManualClock::time_point(10ms));  // after them
+  clock.advance(10ms);
+  d.get();
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(order.ids(), (std::vector<int>{3, 2, 1, 4}));
+}
+
+TEST(Rearm, OnlyAPendingReArmableTaskCanBeReArmed) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto plain = s.schedule([] {}, 1h);
+  EXPECT_FALSE(plain.is_rearmable());
+  EXPECT_FALSE(plain.rearm(1ms));
+  auto done = s.schedule_rearmable([] {}, 0ms);
+  done.get();
+  EXPECT_FALSE(done.rearm(1ms));
+  auto cancelled = s.schedule_rearmable([] {}, 1h);
+  ASSERT_TRUE(cancelled.cancel());
+  EXPECT_FALSE(cancelled.rearm(1ms));
+  kairos::ScheduledFuture<void> none;
+  EXPECT_FALSE(none.rearm(1ms));
+  EXPECT_EQ(s.queue_size(), 2u);  // plain, and the cancelled one (retained: no remove-on-cancel)
+}
+
+TEST(Rearm, ReArmedTasksCancelAndReturnFromShutdownNowByTheirNewDeadline) {
+  kairos::ManualClock clock;
+  kairos::Options o = single_thread();
+  o.remove_on_cancel = true;
+  ManualScheduler s(o, clock);
+  auto a = s.schedule_rearmable([] { return 1; }, 10ms);
+  auto b = s.schedule_rearmable([] { return 2; }, 20ms);
+  auto c = s.schedule_rearmable([] { return 3; }, 30ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  ASSERT_TRUE(a.rearm(40ms));
+  ASSERT_TRUE(c.rearm(5ms));
+  ASSERT_TRUE(b.rearm(50ms));
+  ASSERT_TRUE(b.cancel());
+  EXPECT_EQ(s.queue_size(), 2u);
+  std::vector<kairos::Task> tasks = s.shutdown_now();
+  ASSERT_EQ(tasks.size(), 2u);
+  tasks[0].run();  // c (5 ms) before a (40 ms)
+  EXPECT_EQ(c.get(), 3);
+  EXPECT_FALSE(a.is_done());
+}
+
+TEST(Rearm, NeverDueAndBackAgain) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule_rearmable([] {}, 1ms);
+  ASSERT_TRUE(f.rearm(std::chrono::hours::max()));
+  clock.advance(1h);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_FALSE(f.is_done());
+  ASSERT_TRUE(f.rearm(1ms));
+  clock.advance(1ms);
+  f.get();
+}
+
+// Many thousands of races between the run of a due task and a re-arm to an hour later.
+TEST(Rearm, RaceWithTheRunHasExactlyOneWinner) {
+  kairos::Scheduler s(single_thread());
+  const int n = 20000;
+  std::vector<std::atomic<int>> ran(n);
+  std::vector<kairos::ScheduledFuture<void>> f(n);
+  std::vector<char> rearmed(n);
+  std::atomic<int> next{0};
+  std::thread rearmer([&] {
+    for (int i = 0; i < n; ++i) {
+      while (next.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      rearmed[i] = f[i].rearm(1h);
+    }
+  });
+  for (int i = 0; i < n; ++i) {
+    f[i] = s.schedule_rearmable([&ran, i] { ran[i].fetch_add(1); }, 0ms);
+    next.store(i + 1, std::memory_order_release);
+  }
+  rearmer.join();
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  int won_by_rearm = 0, both = 0, neither = 0;
+  for (int i = 0; i < n; ++i) {
+    int r = ran[i].load();
+    won_by_rearm += rearmed[i];
+    both += rearmed[i] && r != 0;
+    neither += !rearmed[i] && r == 0;
+    EXPECT_LE(r, 1);
+  }
+  EXPECT_EQ(both, 0) << "a task ran although its re-arm to an hour later succeeded";
+  EXPECT_EQ(neither, 0) << "a task neither ran nor was re-armed";
+  EXPECT_EQ(s.queue_size(), static_cast<std::size_t>(won_by_rearm));
+  std::vector<kairos::Task> rest = s.shutdown_now();
+  EXPECT_EQ(rest.size(), static_cast<std::size_t>(won_by_rearm));
+  std::printf("re-arm won %d of %d races\n", won_by_rearm, n);
+}
+
+}  // namespace
