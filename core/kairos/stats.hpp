@@ -2,6 +2,7 @@
 // Counters are relaxed atomics summed at the call: each is exact once the scheduler is quiet,
 // and may be a few tasks apart from the others while producers run.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct ShardStats {
   std::uint64_t periodic_failures = 0;  // periodic tasks stopped by an exception
   LatencyHistogram lateness;            // start - deadline of each execution, in ns
                                         // (empty when Options::record_lateness is false)
+  // The leader's wait (WaitPolicy, docs/adaptive-wait.md):
+  std::int64_t spin_window_ns = 0;      // the spin window in use: hybrid's own, adaptive's current
+                                        // one; 0 under sleep and spin
+  std::int64_t wake_overshoot_ns = 0;   // adaptive: the estimated percentile of how late a timed
+                                        // sleep wakes (before the floor and ceiling); 0 otherwise
+  std::uint64_t wake_overshoot_samples = 0;  // adaptive: timed sleeps measured (kicks excluded)
 };
 
 struct SchedulerStats {
@@ -32,6 +39,9 @@ struct SchedulerStats {
       t.pending += s.pending;
       t.periodic_failures += s.periodic_failures;
       t.lateness.merge(s.lateness);
+      t.spin_window_ns = std::max(t.spin_window_ns, s.spin_window_ns);  // the widest shard's
+      t.wake_overshoot_ns = std::max(t.wake_overshoot_ns, s.wake_overshoot_ns);
+      t.wake_overshoot_samples += s.wake_overshoot_samples;
     }
     return t;
   }

@@ -253,13 +253,18 @@ void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool fore
     wait_.sleep_until(w, -1);  // ManualClock::advance kicks every shard
   } else {
     WaitPolicy::Mode mode = engine_.opt.wait.mode();
-    std::int64_t window = engine_.opt.wait.spin_window().count();
+    const bool adaptive = mode == WaitPolicy::Mode::adaptive;
+    std::int64_t window = adaptive ? adaptive_.window() : engine_.opt.wait.spin_window().count();
     std::int64_t spin_from = mode == WaitPolicy::Mode::spin    ? kMinNs
                              : mode == WaitPolicy::Mode::sleep ? kMaxNs
                                                                : sub_saturated(deadline, window);
     bool woken = false;
-    if (steady_now_ns() < spin_from)
-      woken = !wait_.sleep_until(w, spin_from == kMaxNs ? (forever ? -1 : deadline) : spin_from);
+    if (steady_now_ns() < spin_from) {
+      std::int64_t until = spin_from == kMaxNs ? (forever ? -1 : deadline) : spin_from;
+      woken = !wait_.sleep_until(w, until);
+      // adaptive: how late a sleep that timed out woke (a kick's wake-up says nothing of that).
+      if (adaptive && !woken && !forever) adaptive_.record(steady_now_ns() - until);
+    }
     if (!woken && mode != WaitPolicy::Mode::sleep) wait_.spin_until(w, deadline);
   }
   wait_.disarm();
@@ -683,6 +688,9 @@ ShardStats Shard::stats() const {
   s.rejected = rejected_.load(std::memory_order_relaxed);
   s.pending = static_cast<std::uint64_t>(std::max<std::int64_t>(0, pending()));
   s.periodic_failures = periodic_failures_.load(std::memory_order_relaxed);
+  s.spin_window_ns = adaptive_.published_window();
+  s.wake_overshoot_ns = adaptive_.published_estimate();
+  s.wake_overshoot_samples = adaptive_.published_samples();
   std::lock_guard lk(mu_);
   s.lateness = lateness_;
   return s;

@@ -36,6 +36,7 @@
 #include "engine_state.hpp"
 #include "inbox.hpp"
 #include "leader_wait.hpp"
+#include "overshoot_estimator.hpp"
 #include "timer_queue.hpp"
 
 namespace kairos::detail {
@@ -182,6 +183,7 @@ class Shard {
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> periodic_failures_{0};
   LatencyHistogram lateness_;
+  AdaptiveWindow adaptive_{engine_.opt.wait};  // the spin window: leader-written (wait_for)
 };
 
 }  // namespace kairos::detail

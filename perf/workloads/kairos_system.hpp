@@ -1,14 +1,28 @@
 // kairos_system.hpp: KairosSystem, kairos::Scheduler behind the workload adapter (system.hpp).
-// Config: wait sleep | spin | hybrid(spin_window_ns), shards, threads per shard, cpus; every other
-//         option is kairos's default (remove_on_cancel as the workload asks).
+// Config: wait sleep | spin | hybrid(spin_window_ns) | adaptive (its defaults), shards, threads
+//         per shard, cpus; every other option is kairos's default (remove_on_cancel as the
+//         workload asks).
+// add_figures(): what the scheduler's threads cost, for workloads that report it (W3):
+//   leader_cpu_ms   on-CPU time of the scheduler's threads (named "lat-<shard>-<n>"), summed, from
+//                   /proc/self/task/<tid>/schedstat (ns; utime + stime from .../stat if absent).
+//                   With one thread per shard that thread is the leader; the task bodies it runs
+//                   are a store each.
+//   spin_window_ns, wake_overshoot_ns   stats().total(): the widest shard's window and estimate.
 #pragma once
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include <kairos/kairos.hpp>
 
+#include "result.hpp"
 #include "system.hpp"
 
 namespace kairos::perf {
@@ -44,6 +58,45 @@ class KairosSystem {
 
   kairos::Scheduler& scheduler() noexcept { return sched_; }
 
+  void add_figures(RunResult& r) {
+    r.figure("leader_cpu_ms", static_cast<double>(threads_cpu_ns(kName)) * 1e-6);
+    kairos::ShardStats t = sched_.stats().total();
+    r.figure("spin_window_ns", t.spin_window_ns);
+    r.figure("wake_overshoot_ns", t.wake_overshoot_ns);
+  }
+
+  // On-CPU nanoseconds of this process's threads whose name starts with `name` + "-".
+  static std::int64_t threads_cpu_ns(const std::string& name) {
+    std::int64_t sum = 0;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+      std::string comm;
+      std::getline(std::ifstream(task.path() / "comm"), comm);
+      if (comm.rfind(name + "-", 0) != 0) continue;
+      std::int64_t ns = -1;
+      if (std::ifstream ss(task.path() / "schedstat"); ss >> ns) {
+        sum += ns;
+        continue;
+      }
+      std::string stat;
+      std::getline(std::ifstream(task.path() / "stat"), stat);
+      std::size_t close = stat.rfind(')');  // the name may hold spaces; fields follow it
+      if (close == std::string::npos) continue;
+      std::istringstream fields(stat.substr(close + 2));
+      std::string f;
+      std::int64_t utime = 0, stime = 0;
+      for (int i = 3; fields >> f; ++i) {  // field 3 is the state; 14 utime, 15 stime
+        if (i == 14) utime = std::stoll(f);
+        if (i == 15) {
+          stime = std::stoll(f);
+          break;
+        }
+      }
+      sum += (utime + stime) * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+    }
+    return sum;
+  }
+
  private:
   static kairos::Options options(const SystemConfig& c) {
     kairos::Options o;
@@ -54,11 +107,13 @@ class KairosSystem {
     if (c.wait == "sleep") o.wait = kairos::WaitPolicy::sleep();
     else if (c.wait == "spin") o.wait = kairos::WaitPolicy::spin();
     else if (c.wait == "hybrid") o.wait = kairos::WaitPolicy::hybrid(std::chrono::nanoseconds(c.spin_window_ns));
+    else if (c.wait == "adaptive") o.wait = kairos::WaitPolicy::adaptive();
     else throw std::invalid_argument("kairos-lat: unknown wait mode '" + c.wait + "'");
-    o.name = "lat";
+    o.name = kName;
     return o;
   }
 
+  static constexpr const char* kName = "lat";  // Options::name: its threads are lat-<shard>-<n>
   kairos::Scheduler sched_;
 };
 

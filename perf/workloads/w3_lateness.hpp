@@ -81,6 +81,7 @@ RunResult run_w3(System& sys, const SystemConfig& cfg, const W3Params& p, const 
   std::size_t missing = starts.wait_all(now_ns() + p.max_delay_ns + 5'000'000'000, 1'000'000,
                                         [](std::size_t) {});
   add_w3_figures(r, starts, deadlines, lag, missing, first_slot, last_submit);
+  if constexpr (requires { sys.add_figures(r); }) sys.add_figures(r);  // e.g. the leader's CPU time
   return r;
 }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -32,6 +34,12 @@ struct Hybrid {
 struct HybridZeroWindow {
   static kairos::WaitPolicy make() { return kairos::WaitPolicy::hybrid(0ns); }
 };
+struct Adaptive {
+  static kairos::WaitPolicy make() { return kairos::WaitPolicy::adaptive(); }
+};
+struct AdaptiveNoWindow {  // floor = ceiling = 0: every wait a measured sleep to the deadline
+  static kairos::WaitPolicy make() { return kairos::WaitPolicy::adaptive(0ns, 0ns, 0.5); }
+};
 
 template <class Policy>
 class WaitPolicyContract : public testing::Test {
@@ -43,7 +51,7 @@ class WaitPolicyContract : public testing::Test {
   }
 };
 
-using WaitPolicies = testing::Types<Sleep, Spin, Hybrid, HybridZeroWindow>;
+using WaitPolicies = testing::Types<Sleep, Spin, Hybrid, HybridZeroWindow, Adaptive, AdaptiveNoWindow>;
 TYPED_TEST_SUITE(WaitPolicyContract, WaitPolicies);
 
 // Absolute deadlines submitted out of order; each task reads steady_clock first thing. A start
@@ -155,6 +163,84 @@ TYPED_TEST(WaitPolicyContract, SeveralShardsAndThreads) {
   EXPECT_EQ(early, 0);
   s.shutdown();
   ASSERT_TRUE(s.await_termination(kPatience));
+}
+
+// ---- adaptive() alone ------------------------------------------------------------------------
+
+TEST(AdaptiveWait, RejectsBadParameters) {
+  using kairos::WaitPolicy;
+  EXPECT_THROW(WaitPolicy::adaptive(-1ns, 10us), std::invalid_argument);
+  EXPECT_THROW(WaitPolicy::adaptive(10us, 9us), std::invalid_argument);
+  EXPECT_THROW(WaitPolicy::adaptive(1us, 10us, 0.0), std::invalid_argument);
+  EXPECT_THROW(WaitPolicy::adaptive(1us, 10us, 1.0), std::invalid_argument);
+  EXPECT_THROW(WaitPolicy::adaptive(1us, 10us, std::nan("")), std::invalid_argument);
+  WaitPolicy p = WaitPolicy::adaptive(2us, 2us, 0.5);  // floor == ceiling is a fixed window
+  EXPECT_EQ(p.spin_floor(), 2us);
+  EXPECT_EQ(p.spin_ceiling(), 2us);
+  EXPECT_EQ(p.percentile(), 0.5);
+  EXPECT_EQ(WaitPolicy::adaptive(std::chrono::duration<double, std::micro>(0.5), 1us).spin_floor(), 500ns);
+}
+
+// Timers far enough apart that the leader sleeps before each: every sleep that timed out is
+// measured, the window stays within its bounds, and stats() shows both.
+TEST(AdaptiveWait, MeasuresTimedSleepsAndReportsItsWindow) {
+  constexpr int kTasks = 20;
+  kairos::Options o = kairos_test::threads(1, 1);
+  o.wait = kairos::WaitPolicy::adaptive(3us, 400us, 0.9);
+  kairos::Scheduler s(o);
+  std::atomic<int> early{0};
+  std::vector<kairos::ScheduledFuture<void>> fs;
+  auto base = steady::now();
+  for (int i = 0; i < kTasks; ++i) {
+    auto deadline = base + 2ms + i * 1ms;
+    fs.push_back(s.schedule_at([&early, deadline] { early += steady::now() < deadline; }, deadline));
+  }
+  for (auto& f : fs) ASSERT_EQ(f.wait_for(kPatience), std::future_status::ready);
+  EXPECT_EQ(early, 0);
+  kairos::ShardStats st = s.stats().shards.at(0);
+  EXPECT_GE(st.wake_overshoot_samples, 1u);
+  EXPECT_LE(st.wake_overshoot_samples, static_cast<std::uint64_t>(kTasks) + 1);  // one per timed sleep
+  EXPECT_GE(st.spin_window_ns, 3'000);
+  EXPECT_LE(st.spin_window_ns, 400'000);
+  EXPECT_GE(st.wake_overshoot_ns, 0);
+  EXPECT_EQ(s.stats().total().wake_overshoot_samples, st.wake_overshoot_samples);
+}
+
+// A leader woken by earlier submissions (kicks) measures nothing: only timeouts say how late the
+// kernel wakes.
+TEST(AdaptiveWait, KicksAreNotMeasured) {
+  kairos::Options o = kairos_test::threads(1, 1);
+  o.wait = kairos::WaitPolicy::adaptive();
+  kairos::Scheduler s(o);
+  auto far = s.schedule([] {}, 2h);
+  for (int i = 0; i < 20; ++i) {
+    s.schedule([] {}, 1h - std::chrono::minutes(i));  // each earlier than the last: a kick
+    ASSERT_TRUE(s.wait_idle(kPatience));
+  }
+  EXPECT_EQ(s.stats().shards.at(0).wake_overshoot_samples, 0u);
+  auto near = s.schedule([] {}, 2ms);
+  ASSERT_EQ(near.wait_for(kPatience), std::future_status::ready);
+  EXPECT_GE(s.stats().shards.at(0).wake_overshoot_samples, 1u);
+  EXPECT_FALSE(far.is_done());
+}
+
+// The other policies report their fixed window and measure nothing.
+TEST(AdaptiveWait, OtherPoliciesReportTheirFixedWindow) {
+  struct Case {
+    kairos::WaitPolicy wait;
+    std::int64_t window;
+  };
+  for (const Case& c : {Case{kairos::WaitPolicy::hybrid(70us), 70'000}, Case{kairos::WaitPolicy::sleep(), 0},
+                        Case{kairos::WaitPolicy::spin(), 0}}) {
+    kairos::Options o = kairos_test::threads(1, 1);
+    o.wait = c.wait;
+    kairos::Scheduler s(o);
+    ASSERT_EQ(s.schedule([] {}, 1ms).wait_for(kPatience), std::future_status::ready);
+    kairos::ShardStats st = s.stats().shards.at(0);
+    EXPECT_EQ(st.spin_window_ns, c.window) << c.wait.name();
+    EXPECT_EQ(st.wake_overshoot_samples, 0u) << c.wait.name();
+    EXPECT_EQ(st.wake_overshoot_ns, 0) << c.wait.name();
+  }
 }
 
 }  // namespace
