@@ -52,7 +52,7 @@ RunResult run_w8(System& sys, const SystemConfig& cfg, const W8Params& p, bool u
   r.param("quiet_every_ns", p.quiet_every_ns);
   r.param("duration_ns", p.duration_ns);
   r.param("seed", static_cast<std::int64_t>(p.seed));
-  r.param("mode", std::string(use_rearm ? "rearm" : "cancel+schedule"));
+  r.figure("mode", std::string(Rearmable<System> && use_rearm ? "rearm" : "cancel+schedule"));
   if (cfg.producer_cpu >= 0) pin_this_thread(cfg.producer_cpu);
 
   struct Session {

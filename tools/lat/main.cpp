@@ -1,4 +1,4 @@
-// kairos-lat: runs the standard workloads W1..W7 (docs/workloads.md) on kairos and its peers, one
+// kairos-lat: runs the standard workloads W1..W8 (docs/workloads.md) on kairos and its peers, one
 // system at a time in this process, and prints one JSON object per run (JSON Lines) plus a table.
 // Exit status: 0 every run done and (with --check) every rule kept; 1 a run failed or a rule was
 // broken; 2 bad usage or bad input (an unknown option, a nonsensical value, a --from file that is
@@ -53,6 +53,10 @@ const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs t
                       the first submit to the last task's start.
   W7 fifo-burst       100,000 tasks with one absolute deadline 20 ms ahead: inversions of submission
                       order among their starts (must be 0 with one worker), deadline to last start.
+  W8 heartbeat        (not in the default set) 10,000 sessions, 1,000,000 messages/s open loop, each
+                      moving its session's 100 ms timeout; one session goes quiet every 100 ms and must
+                      time out: kairos re-arms (schedule_rearmable + rearm), peers cancel + schedule.
+                      Re-arms/s, cost per re-arm, wrong or missed timeouts, lateness. C++ systems only.
 Lateness = start - (t0 + delay), t0 = steady_clock now just before the schedule call; negative is an
 early fire. Task bodies only store their start time into a preallocated slot. Percentiles are exact.
 
@@ -74,7 +78,7 @@ Examples:
                                                    fresh and warmed-up runs side by side
   kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "naive-stpe", "asio",
                                               "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
@@ -145,6 +149,8 @@ struct Cli {
   bool check = false;
   std::vector<unsigned> w1_producers;
   std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0;
+  double w8_seconds = 0;
+  bool w8_no_rearm = false;
   double w4_seconds = 0;
   std::vector<std::size_t> w5_timers;
 };
@@ -207,6 +213,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
     z.w5_timers = {100'000};
     z.w6.tasks = 100'000;
     z.w7.tasks = 20'000;
+    z.w8.duration_ns = 1'000'000'000;
   }
   if (!cli.w1_producers.empty()) z.w1_producers = cli.w1_producers;
   if (cli.w1_calls) z.w1.calls_per_producer = cli.w1_calls;
@@ -216,6 +223,8 @@ WorkloadSizes sizes_from(const Cli& cli) {
   if (!cli.w5_timers.empty()) z.w5_timers = cli.w5_timers;
   if (cli.w6_tasks) z.w6.tasks = cli.w6_tasks;
   if (cli.w7_tasks) z.w7.tasks = cli.w7_tasks;
+  z.w8_rearm = !cli.w8_no_rearm;
+  if (cli.w8_seconds > 0) z.w8.duration_ns = static_cast<std::int64_t>(cli.w8_seconds * 1e9);
   return z;
 }
 
@@ -289,6 +298,8 @@ std::vector<std::string> broken_rules(const json& rec) {
   auto num = [&](const char* k) { return rec.contains(k) && rec[k].is_number() ? rec[k].get<double>() : 0.0; };
   if (num("early_fires") > 0) out.push_back(who + ": " + rec["early_fires"].dump() + " early fires");
   if (num("missing") > 0) out.push_back(who + ": " + rec["missing"].dump() + " tasks never ran");
+  if (num("missed") > 0) out.push_back(who + ": " + rec["missed"].dump() + " quiet sessions never timed out");
+  if (num("wrong_fires") > 0) out.push_back(who + ": " + rec["wrong_fires"].dump() + " timeouts of live sessions");
   if (rec.value("workload", "") == "W2" && rec.contains("parameters") &&
       num("pending_at_end") != rec["parameters"].value("window", 1024.0))
     out.push_back(who + ": pending at end " + rec["pending_at_end"].dump() + ", not the window");
@@ -322,6 +333,10 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
                      "--w2-iterations", str(z.w2.iterations), "--w3-count", str(z.w3.count),
                      "--w4-seconds", seconds, "--w5-timers", str(z.w5.timers), "--w6-tasks", str(z.w6.tasks),
                      "--w7-tasks", str(z.w7.tasks)});
+  char w8s[32];
+  std::snprintf(w8s, sizeof w8s, "%.9g", static_cast<double>(z.w8.duration_ns) * 1e-9);
+  a.insert(a.end(), {"--w8-seconds", w8s});
+  if (!z.w8_rearm) a.push_back("--w8-no-rearm");
   return a;
 }
 
@@ -344,7 +359,7 @@ std::optional<json> run_in_child(const SystemSpec& s, const std::string& w, cons
 
 int main(int argc, char** argv) {
   Cli cli;
-  CLI::App app{"kairos-lat: the standard workloads W1..W7 on kairos and its peers, JSON lines out"};
+  CLI::App app{"kairos-lat: the standard workloads W1..W8 on kairos and its peers, JSON lines out"};
   app.footer(kWorkloadHelp);
   app.add_option("-w,--workloads", cli.workloads, "comma-separated workload ids")->capture_default_str();
   app.add_option("-s,--systems", cli.systems, "comma-separated systems (default: all of them)");
@@ -389,6 +404,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)")->check(CLI::PositiveNumber);
   app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(CLI::PositiveNumber);
+  app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(CLI::PositiveNumber);
+  app.add_flag("--w8-no-rearm", cli.w8_no_rearm, "W8 on kairos with cancel + schedule instead of rearm (the peers' way)");
   app.add_flag("--check", cli.check,
                "exit 1 if a run breaks a rule that holds for every correct scheduler: an early fire, "
                "a task that never ran, W2 pending != 1024, W7 inversions with one worker (kairos, "
@@ -429,7 +446,7 @@ int main(int argc, char** argv) {
     plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
     for (const auto& w : split(cli.workloads)) {
       if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), w) == kAllWorkloads.end())
-        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W7)");
+        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W8)");
       plan.workloads.push_back(w);
     }
     for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {

@@ -28,6 +28,8 @@ perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std
   if (w == "W5") return perf::run_w5(sys, c, z.w5, progress);
   if (w == "W6") return perf::run_w6(sys, c, z.w6, progress);
   if (w == "W7") return perf::run_w7(sys, c, z.w7);
+  // W8: kairos re-arms in place; every peer cancels and schedules.
+  if (w == "W8") return perf::run_w8(sys, c, z.w8, z.w8_rearm);
   throw std::invalid_argument("kairos-lat: unknown workload " + w);
 }
 
@@ -58,6 +60,7 @@ nlohmann::ordered_json to_json(const perf::Value& v) {
 std::uint64_t systems_built() { return g_systems_built.load(std::memory_order_relaxed); }
 
 bool applies(const SystemSpec& s, const std::string& workload) {
+  if (workload == "W8") return s.kind != Kind::kernel && s.kind != Kind::java;  // native systems only
   return s.kind != Kind::kernel || workload == "W3";
 }
 

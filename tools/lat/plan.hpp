@@ -13,6 +13,7 @@
 #include <workloads/w5_scale.hpp>
 #include <workloads/w6_fire_throughput.hpp>
 #include <workloads/w7_fifo_burst.hpp>
+#include <workloads/w8_heartbeat.hpp>
 
 namespace kairos::lat {
 
@@ -36,6 +37,8 @@ struct WorkloadSizes {
   perf::W5Params w5;
   perf::W6Params w6;
   perf::W7Params w7;
+  perf::W8Params w8;
+  bool w8_rearm = true;  // kairos re-arms in place (false: cancel + schedule, as the peers)
 };
 
 struct JavaSettings {
@@ -46,7 +49,7 @@ struct JavaSettings {
 };
 
 struct Plan {
-  std::vector<std::string> workloads;  // W1..W7, in run order
+  std::vector<std::string> workloads;  // W1..W8, in run order
   std::vector<SystemSpec> systems;
   WorkloadSizes sizes;
   JavaSettings java;
@@ -62,6 +65,7 @@ inline const char* workload_name(const std::string& id) {
   if (id == "W5") return "scale";
   if (id == "W6") return "fire-throughput";
   if (id == "W7") return "fifo-burst";
+  if (id == "W8") return "heartbeat";
   return "";
 }
 

@@ -73,6 +73,17 @@ const std::vector<Column>& columns(const std::string& w) {
         {"deadline_to_last_start_ns", "deadline->last start", Unit::ns, Better::lower, true},
         {"submit_ns", "submit time", Unit::ns, Better::lower, false},
         {"early_fires", "early", Unit::count, Better::lower, false}}},
+      {"W8",
+       {{"mode", "mode", Unit::count, Better::none, false},
+        {"rearms_per_s", "re-arms/s", Unit::rate, Better::higher, false},
+        {"rearm_p50_ns", "re-arm p50", Unit::ns, Better::lower, true},
+        {"rearm_p99_ns", "re-arm p99", Unit::ns, Better::lower, true},
+        {"quiet_sessions", "quiet", Unit::count, Better::none, false},
+        {"wrong_fires", "wrong fires", Unit::count, Better::lower, false},
+        {"missed", "missed", Unit::count, Better::lower, false},
+        {"lateness_p50_ns", "late p50", Unit::ns, Better::lower, false},
+        {"lateness_p99_ns", "late p99", Unit::ns, Better::lower, false},
+        {"rss_growth_bytes", "RSS growth", Unit::count, Better::lower, false}}},
   };
   static const std::vector<Column> none;
   auto it = k.find(w);
@@ -110,6 +121,9 @@ std::string num(double v, const Scale& s) {
 }
 
 std::string cell(const RunGroup& g, const Column& c) {
+  // A text figure (W8's mode): the first run's.
+  for (const auto& rec : g.runs)
+    if (rec.contains(c.figure) && rec[c.figure].is_string()) return rec[c.figure].get<std::string>();
   std::vector<double> v = g.values(c.figure);
   if (v.empty()) return "-";
   std::sort(v.begin(), v.end());
