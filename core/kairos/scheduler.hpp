@@ -323,10 +323,13 @@ class BasicScheduler {
       // steady_clock is CLOCK_MONOTONIC, the clock of steady_now_ns().
       in_time = st->cv.wait_until(lk, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until_ns)), decided);
     }
+    // Decided now: a task that completes after the timeout (the cancel below asks it to stop,
+    // and it may still return normally) does not turn a timeout into a result.
+    const bool have_value = st->value.has_value();
     lk.unlock();
     for (auto& f : futures) f.cancel(true);
     lk.lock();
-    if (st->value) {
+    if (have_value) {
       if constexpr (std::is_void_v<R>) return;
       else return R(std::move(*st->value));
     }

@@ -195,6 +195,7 @@ TEST(HdrCodec, StatsLatenessEncodes) {
   std::vector<kairos::ScheduledFuture<void>> fs;
   for (int i = 0; i < 50; ++i) fs.push_back(s.schedule([] {}, std::chrono::microseconds(100 + i)));
   for (auto& f : fs) f.get();
+  ASSERT_TRUE(s.wait_idle(std::chrono::seconds(20)));  // lateness is recorded after a run completes its future
   const LatencyHistogram lateness = s.stats().total().lateness;
   ASSERT_EQ(lateness.count() + lateness.below_zero(), 50u);
   EXPECT_TRUE(same_buckets(hdr::from_base64(hdr::to_base64(lateness)), lateness));
