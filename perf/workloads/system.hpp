@@ -1,4 +1,4 @@
-// system.hpp: what every workload of WORKLOADS.md needs from a scheduler, and the clock it reads.
+// system.hpp: what every workload of docs/workloads.md needs from a scheduler, and the clock it reads.
 //
 // A System is kairos or a peer behind one small adapter, so that W1..W7 are the same code for all:
 //

@@ -1,4 +1,4 @@
-// w1_submit.hpp, W1 of WORKLOADS.md: the cost of scheduling.
+// w1_submit.hpp, W1 of docs/workloads.md: the cost of scheduling.
 //   P producers --schedule(no-op, 1 h) x calls--> System     (the tasks never fire)
 // Reports submits/s over all producers, from the start barrier to the last producer's end, and
 // the per-call latency of one call in every 64 (two clock reads around one call; the cost of one

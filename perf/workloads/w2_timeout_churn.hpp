@@ -1,4 +1,4 @@
-// w2_timeout_churn.hpp, W2 of WORKLOADS.md: the order-timeout pattern, almost every timer cancelled.
+// w2_timeout_churn.hpp, W2 of docs/workloads.md: the order-timeout pattern, almost every timer cancelled.
 //   producer --schedule(i, 10 s), cancel(i - 1024)--> System      (remove-on-cancel on)
 // Reports schedule+cancel pairs/s, the latency of one pair in every 64 (at a random position in
 // each block of 64, see SampleClock in result.hpp), and the pending count once every call has

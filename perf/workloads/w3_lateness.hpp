@@ -1,4 +1,4 @@
-// w3_lateness.hpp, W3 of WORKLOADS.md: how precisely one-shot timers fire.
+// w3_lateness.hpp, W3 of docs/workloads.md: how precisely one-shot timers fire.
 //   producer --open loop, one submission every 50 us by the clock--> System
 //   delays uniform in [100 us, 10 ms] from a fixed seed (SplitMix64, the same in LatHarness.java)
 // The producer sleeps until each submission's slot on an absolute clock (it never sleeps "a fixed

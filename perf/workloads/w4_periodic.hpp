@@ -1,4 +1,4 @@
-// w4_periodic.hpp, W4 of WORKLOADS.md: jitter of fixed-rate tasks.
+// w4_periodic.hpp, W4 of docs/workloads.md: jitter of fixed-rate tasks.
 //   producer --schedule_at_fixed_rate(task k, 1 ms, 1 ms), k < 16--> System, for 5 s
 // Run n of task k is due at t0_k + initial + n * period, t0_k read just before its schedule call.
 // Each task is cancelled 50 ms after its run `runs - 1` was due; only runs n < runs are counted

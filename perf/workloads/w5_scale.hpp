@@ -1,4 +1,4 @@
-// w5_scale.hpp, W5 of WORKLOADS.md: memory and cost per pending timer.
+// w5_scale.hpp, W5 of docs/workloads.md: memory and cost per pending timer.
 //   one thread --schedule x N, delays uniform in [1 h, 2 h]--> System, then --cancel x N-->
 // The handle array is allocated and touched before the first RSS reading, so bytes_per_timer
 // = (RSS after the inserts - RSS before) / N is the system's own memory per pending timer.

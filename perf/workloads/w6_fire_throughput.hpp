@@ -1,4 +1,4 @@
-// w6_fire_throughput.hpp, W6 of WORKLOADS.md: how fast due work is run.
+// w6_fire_throughput.hpp, W6 of docs/workloads.md: how fast due work is run.
 //   producer --execute(task) x N, as fast as it can--> System
 // tasks_per_s = N / (start of the last task to start - the first submit): the task bodies only
 // store their start time, so the last start is the last task's end to within one clock read.

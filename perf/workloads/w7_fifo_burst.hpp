@@ -1,4 +1,4 @@
-// w7_fifo_burst.hpp, W7 of WORKLOADS.md: equal deadlines.
+// w7_fifo_burst.hpp, W7 of docs/workloads.md: equal deadlines.
 //   one thread --schedule_at(task i, D) x N, D = now + 20 ms fixed before the first call--> System
 // A system without absolute deadlines gets delay = D - now() per call (its adapter does that), and
 // its inversions show what that costs.

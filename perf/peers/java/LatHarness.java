@@ -1,4 +1,4 @@
-// LatHarness.java: the standard workloads W1..W7 (shared WORKLOADS.md) on Java's schedulers, printing
+// LatHarness.java: the standard workloads W1..W7 (docs/workloads.md) on Java's schedulers, printing
 // the same JSON line per run as kairos-lat does for the C++ systems. kairos-lat compiles and runs
 // it when javac is present; it can also run alone:
 //
