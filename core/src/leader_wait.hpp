@@ -4,7 +4,8 @@
 //
 // The protocol (edges numbered; each names its partner):
 //   Leader, going to wait for deadline D:
-//     w = wake_word (W0); armed = D (W1, seq_cst); then it checks the inbox's submission count
+//     w = wake_word (W0, read before it looks at the clock, the inbox or its queue: a kick after
+//     W0 ends the wait at once); armed = D (W1, seq_cst); then it checks the inbox's submission count
 //     (Inbox::submitted, seq_cst) and takes every submission counted there into account before
 //     it waits (it drains until it has them). It waits while wake_word == w: a futex sleep
 //     (sleeping = true (S1), re-read wake_word (S2), FUTEX_WAIT on w), or a spin that reads only

@@ -196,11 +196,15 @@ bool Shard::inbox_settled() const noexcept {
 // exit; released while waiting.
 std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
   for (;;) {
+    // (W0) first: a kick during this pass (the clock moved, a lifecycle call, a re-queue) ends
+    // the wait it leads to at once. Read after the clock or the queue, it could swallow a
+    // ManualClock::advance that came between: the leader would then sleep for ever.
+    const std::uint32_t w = wait_.wake_epoch();
     drain();
     if (must_exit()) return 0;
     if (engine_.state() >= kStop) {
       // Nothing starts after shutdown_now(); it takes the tasks and kicks this thread out.
-      wait_for(lk, wait_.wake_epoch(), kMaxNs, true, grave);
+      wait_for(lk, w, kMaxNs, true, grave);
       continue;
     }
     std::int64_t now = engine_.now_ns();
@@ -210,15 +214,14 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
     bool forever = head == nullptr || head->never_due();
     std::int64_t deadline = forever ? kMaxNs : head->deadline;
-    std::uint32_t w = wait_.wake_epoch();  // (W0)
-    if (!arm_and_check(deadline, w)) continue;
+    if (!arm_and_check(deadline)) continue;
     wait_for(lk, w, deadline, forever, grave);
   }
 }
 
 // Arms the wait for `deadline` and takes in every submission counted before (leader_wait.hpp).
 // False (disarmed) if one of them must be looked at first: it is due, or earlier than deadline.
-bool Shard::arm_and_check(std::int64_t deadline, std::uint32_t) {
+bool Shard::arm_and_check(std::int64_t deadline) {
   wait_.arm(deadline);                        // (W1)
   std::uint64_t counted = inbox_.submitted();  // the count read: pairs with (I1)
   if (inbox_.drained() >= counted) return true;
@@ -332,10 +335,15 @@ void Shard::run_task(Slot& slot) {
     return;
   }
   if (engine_.exec_hooks) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
-  bool ok = t->ops->invoke(t);  // a one-shot task's callable is gone when it returns
+  finish_run(t, t->ops->invoke(t));  // a one-shot task's callable is gone when invoke returns
+}
+
+// After a run (the runner, no lock): completes a one-shot task's future, stops a periodic task
+// that threw, or computes its next deadline (here, at the end of the run: fixed delay needs it).
+void Shard::finish_run(TaskBase* t, bool ok) {
   if (!t->periodic()) finish_one_shot(t, ok);
   else if (!ok) fail_periodic(t);
-  else next_deadline(t);  // computed here, at the end of the run (fixed delay needs it)
+  else next_deadline(t);
 }
 
 void Shard::finish_one_shot(TaskBase* t, bool ok) {

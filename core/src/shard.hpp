@@ -122,7 +122,7 @@ class Shard {
 
   std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave);
   void wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
-  bool arm_and_check(std::int64_t deadline, std::uint32_t w);
+  bool arm_and_check(std::int64_t deadline);
   std::size_t pop_due(std::int64_t now, Slot* batch);
   bool must_exit() const noexcept;
   bool inbox_settled() const noexcept;
@@ -135,6 +135,7 @@ class Shard {
   bool refiled_at_pop(TaskBase* t, std::int64_t now);
   bool start_stoppable(TaskBase* t, std::int64_t now);
   void run_task(Slot& slot);
+  void finish_run(TaskBase* t, bool ok);
   void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks
   void after_run(const Slot& slot, bool taken);
   void finish_one_shot(TaskBase* t, bool ok);

@@ -52,9 +52,7 @@ void Shard::run_hooked(TaskBase* t, std::int64_t deadline) {
   if (o.decorate_task) guarded(engine_, [&] { o.decorate_task(info, RunFn(&RunOnce::call, &run)); });
   RunOnce::call(&run);  // the decorator did not run it (or threw first): the run still happens
   const bool ok = run.ok;
-  if (!t->periodic()) finish_one_shot(t, ok);
-  else if (!ok) fail_periodic(t);
-  else next_deadline(t);
+  finish_run(t, ok);
   if (o.after_execute) {
     std::exception_ptr e = ok ? nullptr : stored_error(t);
     guarded(engine_, [&] { o.after_execute(info, e); });

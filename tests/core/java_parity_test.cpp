@@ -167,10 +167,17 @@ TEST(InvokeAll, ARejectedSubmissionCancelsTheOthersAndThrows) {
 TEST(InvokeAny, ReturnsTheFirstNormalResultAndCancelsTheRest) {
   kairos::Scheduler s(kairos_test::threads(1, 2));
   auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<std::atomic<bool>>(false);
   std::vector<std::function<int(std::stop_token)>> tasks;
   tasks.emplace_back([](std::stop_token) -> int { throw std::runtime_error("first fails"); });
-  tasks.emplace_back([](std::stop_token) { return 7; });
-  tasks.emplace_back([stopped](std::stop_token st) {
+  // The winner returns only once the third task runs (on the other thread), so that the cancel
+  // that follows the win finds it running and must request its stop.
+  tasks.emplace_back([started](std::stop_token) {
+    while (!started->load()) std::this_thread::yield();
+    return 7;
+  });
+  tasks.emplace_back([stopped, started](std::stop_token st) {
+    started->store(true);
     while (!st.stop_requested()) std::this_thread::yield();
     *stopped = true;
     return 9;
