@@ -50,6 +50,7 @@ inline kairos::Options options_with_every_field() {
   o.wait = kairos::WaitPolicy::spin();
   o.wait = kairos::WaitPolicy::hybrid(25us);
   o.wait = kairos::WaitPolicy::hybrid(std::chrono::duration<double, std::micro>(12.5));
+  o.wait = kairos::WaitPolicy::adaptive();
   for (kairos::Rejection each : {kairos::Rejection::abort, kairos::Rejection::caller_runs,
                                  kairos::Rejection::discard, kairos::Rejection::discard_oldest})
     o.rejection = each;
@@ -68,7 +69,9 @@ void submissions(kairos::BasicScheduler<Clock>& s, typename Clock::time_point at
   kairos::ScheduledFuture<void> f = s.schedule([](std::stop_token t) { (void)t.stop_requested(); }, 0ns);
   kairos::ScheduledFuture<double> g = s.submit([] { return 0.5; });
   s.execute([] {});
-  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g;
+  kairos::ScheduledFuture<int> h = s.schedule_rearmable([] { return 3; }, 100ms);
+  kairos::ScheduledFuture<void> i = s.schedule_rearmable_at([] {}, at);
+  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h, (void)i;
 }
 
 // The future's calls.
@@ -82,7 +85,8 @@ inline void future_calls(kairos::ScheduledFuture<int> f, kairos::ScheduledFuture
   bool cancelled = f.cancel() || f.cancel(true);
   bool state = f.is_done() || f.is_cancelled() || f.is_periodic();
   kairos::Duration left = f.delay();
-  (void)valid, (void)value, (void)st, (void)cancelled, (void)state, (void)left;
+  bool rearmed = f.is_rearmable() && f.rearm(100ms) && v.rearm(std::chrono::duration<double>(0.1));
+  (void)valid, (void)value, (void)st, (void)cancelled, (void)state, (void)left, (void)rearmed;
 }
 
 // The scheduler's lifecycle, policies and introspection, on both clocks.
