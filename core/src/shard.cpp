@@ -93,9 +93,8 @@ void Shard::refile(TaskBase* t) {
   if (!lock_pending(t)) return;  // (L1) started, cancelled (stays until its deadline) or taken
   auto* r = static_cast<RearmBase*>(t);
   if (r->rearmed()) {
-    queue_.erase(t);
-    t->deadline = r->latest_deadline;
-    t->seq = r->latest_seq;
+    queue_.erase(t);  // a heap task (checked above): its key changes only while it is out
+    r->adopt_latest();
     queue_.push(t, engine_.now_ns());
   }
   unlock_pending(t);  // (L2)
@@ -108,10 +107,7 @@ void Shard::refile(TaskBase* t) {
 Shard::Start Shard::try_start(TaskBase* t) noexcept {
   if (!(t->flags & kRearmable)) return transition(t, kPending, kRunning) ? Start::started : Start::gone;
   if (!lock_pending(t)) return Start::gone;  // (L1)
-  auto* r = static_cast<RearmBase*>(t);
-  if (r->rearmed()) {
-    std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
-    t->seq = r->latest_seq;
+  if (static_cast<RearmBase*>(t)->adopt_latest()) {
     unlock_pending(t);  // (L2)
     return Start::refile;
   }
@@ -123,12 +119,7 @@ Shard::Start Shard::try_start(TaskBase* t) noexcept {
 // it is then filed again at its latest key.
 bool Shard::refiled_at_pop(TaskBase* t, std::int64_t now) {
   if (!(t->flags & kRearmable) || !lock_pending(t)) return false;  // (L1)
-  auto* r = static_cast<RearmBase*>(t);
-  bool moved = r->rearmed();
-  if (moved) {
-    std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
-    t->seq = r->latest_seq;
-  }
+  bool moved = static_cast<RearmBase*>(t)->adopt_latest();
   unlock_pending(t);  // (L2)
   if (moved) queue_.push(t, now);
   return moved;
@@ -455,9 +446,7 @@ void Shard::accept(TaskBase* t, std::int64_t now) {
     }
     if (t->state.compare_exchange_weak(s, s | kQueued, std::memory_order_acq_rel, std::memory_order_acquire)) {
       if ((t->flags & kRearmable) && lock_pending(t)) {  // filed at its latest key
-        auto* r = static_cast<RearmBase*>(t);
-        std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
-        t->seq = r->latest_seq;
+        static_cast<RearmBase*>(t)->adopt_latest();
         unlock_pending(t);
       }
       queue_.push(t, now);
@@ -496,11 +485,12 @@ void Shard::drop(TaskBase* t, bool drop_callable) {
   bury_later(t, drop_callable);
 }
 
-// A task that left the queue cancelled: it leaves the count unless cancel() already took it out.
-void Shard::drop_cancelled(TaskBase* t) {
+// A task that left the queue or inbox cancelled: it leaves the count unless cancel() already
+// took it out (kRemoved). drop_callable: the caller won that cancel itself.
+void Shard::drop_cancelled(TaskBase* t, bool drop_callable) {
   wait_unpinned(t);
   if (!(t->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);
-  drop(t, false);
+  drop(t, drop_callable);
 }
 
 void Shard::unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave) {
@@ -567,10 +557,8 @@ bool Shard::make_room() {
       staged_victim = oldest;
     } else {
       queue_.pop();
-      bool won = transition(oldest, kPending, kCancelled);  // a retained cancelled task makes room too
-      wait_unpinned(oldest);
-      if (!(oldest->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);
-      drop(oldest, won);
+      drop_cancelled(oldest, transition(oldest, kPending, kCancelled));  // a retained cancelled
+                                                                         // task makes room too
     }
     made = true;
   }
@@ -604,12 +592,7 @@ void Shard::apply_policies() {
         return s == kCancelled || !allowed_after_shutdown(t, now);
       },
       [&](TaskBase* t) { gone.push_back(t); });
-  for (TaskBase* t : gone) {
-    bool won = transition(t, kPending, kCancelled);
-    wait_unpinned(t);
-    if (!(t->state.load(std::memory_order_acquire) & kRemoved)) add_out(1);
-    drop(t, won);
-  }
+  for (TaskBase* t : gone) drop_cancelled(t, transition(t, kPending, kCancelled));
 }
 
 void Shard::take_pending(std::vector<TaskBase*>& orphans) {
@@ -621,11 +604,8 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   queue_.clear();
   for (TaskBase* t : pending) {
     if (transition(t, kPending, kOrphan)) {
-      if (t->flags & kRearmable) {  // returned in the order of the deadlines it waits for
-        auto* r = static_cast<RearmBase*>(t);
-        std::atomic_ref<std::int64_t>(t->deadline).store(r->latest_deadline, std::memory_order_relaxed);
-        t->seq = r->latest_seq;
-      }
+      if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();  // returned in the
+                                                                              // order it waits in
       add_out(1);
       orphans.push_back(t);  // the scheduler's reference now belongs to the caller
     } else {
@@ -659,13 +639,7 @@ void Shard::settle_after_exit() {
   } while (inbox_.has_unconfirmed());
   queue_.for_each([&](TaskBase* t) { rest.push_back(t); });
   queue_.clear();
-  for (TaskBase* t : rest) {
-    bool won = transition(t, kPending, kCancelled);
-    wait_unpinned(t);
-    std::uint32_t s = t->state.load(std::memory_order_acquire);
-    if (!((s & kStateMask) == kCancelled && (s & kRemoved))) add_out(1);
-    drop(t, won);
-  }
+  for (TaskBase* t : rest) drop_cancelled(t, transition(t, kPending, kCancelled));
 }
 
 void Shard::settle_if_dead() {

@@ -145,7 +145,7 @@ class Shard {
   void apply_policies();
   void settle_after_exit();
   void drop(TaskBase* t, bool drop_callable);
-  void drop_cancelled(TaskBase* t);
+  void drop_cancelled(TaskBase* t, bool drop_callable = false);
   void bury_later(TaskBase* t, bool drop_callable = false) {
     graveyard_.push_back(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) |
                                                      (drop_callable ? kDropCallable : 0)));

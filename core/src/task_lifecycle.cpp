@@ -15,7 +15,7 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
     std::uint32_t st = s & kStateMask;
     std::uint32_t n;
     if (st == kRearming) {  // a re-arm holds it for a few instructions
-      relax_cpu();
+      cpu_relax();
       s = t->state.load(std::memory_order_acquire);
       continue;
     }

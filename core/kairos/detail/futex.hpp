@@ -14,4 +14,13 @@ void futex_wake_one(std::atomic<std::uint32_t>* word) noexcept;
 
 std::int64_t steady_now_ns() noexcept;  // CLOCK_MONOTONIC, as std::chrono::steady_clock
 
+// One iteration of a short spin-wait.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 }  // namespace kairos::detail

@@ -119,12 +119,6 @@ inline void release(TaskBase* t) noexcept {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) t->ops->destroy(t);
 }
 
-inline void relax_cpu() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
 // terminal. acq_rel: the winner publishes the result (release) and sees earlier transitions.
 // From kPending it waits out a re-arm in progress (kRearming).
@@ -133,7 +127,7 @@ inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexce
   for (;;) {
     if ((s & kStateMask) != from) {
       if (from != kPending || (s & kStateMask) != kRearming) return false;  // (a pinned task is
-      relax_cpu();                                                           // kCancelled: never
+      cpu_relax();                                                           // kCancelled: never
       s = t->state.load(std::memory_order_acquire);                          // `from`)
       continue;
     }
@@ -153,7 +147,7 @@ inline bool lock_pending(TaskBase* t) noexcept {
   for (;;) {
     std::uint32_t st = s & kStateMask;
     if (st == kRearming) {
-      relax_cpu();
+      cpu_relax();
       s = t->state.load(std::memory_order_acquire);
       continue;
     }
@@ -208,6 +202,14 @@ struct RearmBase : TaskBase {
   std::int64_t latest_deadline = 0;
   std::uint64_t latest_seq = 0;
   bool rearmed() const noexcept { return latest_seq != seq || latest_deadline != deadline; }
+  // Files the task at its latest key (the holder of kRearming, or the only owner). True iff the
+  // key changed.
+  bool adopt_latest() noexcept {
+    if (!rearmed()) return false;
+    std::atomic_ref<std::int64_t>(deadline).store(latest_deadline, std::memory_order_relaxed);  // delay()
+    seq = latest_seq;
+    return true;
+  }
 };
 
 struct NoStop {};
