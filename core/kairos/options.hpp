@@ -29,6 +29,11 @@ struct Options {
                                                         // tasks and failed periodic tasks
   std::string name = "kairos";       // threads are named <name>-<shard>-<n> (15 chars kept)
   bool record_lateness = true;       // per-shard lateness histogram in stats()
+  // Poll mode (docs/poll-mode.md): no scheduler threads. The owner's own loop runs the due tasks
+  // inline with BasicScheduler::poll() and asks next_deadline() when to come back; submit,
+  // cancel and re-arm work from any thread as usual. threads_per_shard must stay 1, and `cpus`
+  // and on_thread_start empty: there is no scheduler thread to pin or to start.
+  bool poll_mode = false;
 
   // ---- hooks (docs/api.md "Hooks"); empty: not called, and nothing on any path costs more ----
   // On each new scheduler thread, after it is named and pinned, before it serves: set SCHED_FIFO,

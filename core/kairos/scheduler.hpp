@@ -15,7 +15,9 @@
 #pragma once
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <ranges>
 #include <stdexcept>
 #include <type_traits>
@@ -222,6 +224,32 @@ class BasicScheduler {
     }
   }
   time_point now() const noexcept { return time_point(std::chrono::duration_cast<typename time_point::duration>(Duration(core_->now_ns()))); }
+
+  // ---- poll mode (Options::poll_mode; docs/poll-mode.md) ---------------------------------------
+  // The owner's loop drives the scheduler: no scheduler thread exists. Both calls throw
+  // std::logic_error on a scheduler that runs its own threads.
+  //
+  // Runs, on the calling thread, the tasks due at `now` — at most `limit` taken from the queue —
+  // and returns how many executions started. `now` is the loop's own reading of this clock
+  // (the loop usually has one); a `now` ahead of the clock runs tasks early. The guarantees are
+  // those of a shard with one thread: deadline order, FIFO among equal deadlines, a periodic
+  // task's runs never overlap and each happens-before the next, cancel and re-arm from any
+  // thread, the shutdown policies. After shutdown, the poll that finds nothing left to run
+  // terminates the scheduler (Options::terminated runs in it). A task calling poll() of its
+  // own scheduler gets 0. One poll at a time: a poll racing another returns 0 for the shards
+  // the other holds.
+  std::size_t poll(time_point now, std::size_t limit = SIZE_MAX) {
+    return core_->poll(detail::to_ns_saturated(now.time_since_epoch()), limit);
+  }
+  std::size_t poll() { return core_->poll(core_->now_ns(), SIZE_MAX); }  // due at the clock's now
+  // The earliest deadline of a pending task (submissions made before the call included);
+  // nullopt if none is pending, or none will ever be due. A task submitted later from another
+  // thread may be earlier: a loop that sleeps until then must bound its sleep.
+  std::optional<time_point> next_deadline() {
+    std::int64_t d = core_->next_deadline();
+    if (d == detail::kMaxNs) return std::nullopt;
+    return time_point(std::chrono::duration_cast<typename time_point::duration>(Duration(d)));
+  }
 
  private:
   static ManualClock* manual(Clock& c) noexcept {

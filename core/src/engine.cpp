@@ -51,6 +51,11 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
       listening_ = true;
     }
     const Options& o = state_.opt;
+    if (o.poll_mode) {  // no threads: each shard counts its poller as its one thread
+      for (auto& sh : shards_) sh->add_thread();
+      live_pollers_.store(o.shards, std::memory_order_release);
+      return;
+    }
     unsigned index = 0;
     for (unsigned s = 0; s < o.shards; ++s) {
       for (unsigned n = 0; n < o.threads_per_shard; ++n, ++index) {
@@ -191,19 +196,84 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     if (cpu >= 0) pin_current_thread(cpu);
     if (state_.opt.on_thread_start) thread_start_hook(ThreadInfo{s, index, cpu, name});
     shards_[s]->run_worker(index);
-    if (live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // The last thread: Options::terminated runs here, once (one thread sees the count reach
-      // 0), outside every kairos lock, before kTerminated releases await_termination().
-      if (state_.opt.terminated) {
-        try {
-          state_.opt.terminated();
-        } catch (...) {
-          report_uncaught(*state_.on_uncaught, std::current_exception());
-        }
+    if (live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1) terminate();
+  }
+
+  // The last thread (or, in poll mode, the last shard's poller) has stopped serving:
+  // Options::terminated runs here, once (one thread sees the count reach 0), outside every
+  // kairos lock, before kTerminated releases await_termination().
+  void terminate() noexcept {
+    if (state_.opt.terminated) {
+      try {
+        state_.opt.terminated();
+      } catch (...) {
+        report_uncaught(*state_.on_uncaught, std::current_exception());
       }
-      std::lock_guard tl(term_mu_);
-      state_.run_state.store(kTerminated, std::memory_order_seq_cst);
-      term_cv_.notify_all();
+    }
+    std::lock_guard tl(term_mu_);
+    state_.run_state.store(kTerminated, std::memory_order_seq_cst);
+    term_cv_.notify_all();
+  }
+
+  // ---- poll mode ----------------------------------------------------------------------------------
+  // The poll in progress on this thread, if any: on_own_thread() answers from it, and a task that
+  // destroys its scheduler during a poll leaves the engine to `keep` (close()), released when that
+  // poll returns — after its last touch of the engine.
+  struct PollScope {
+    Engine* engine;
+    std::shared_ptr<Engine> keep;
+    PollScope* outer;
+    explicit PollScope(Engine* e) noexcept : engine(e), outer(t_poll) { t_poll = this; }
+    ~PollScope() { t_poll = outer; }  // then `keep` goes, and with it perhaps the engine
+    PollScope(const PollScope&) = delete;
+    PollScope& operator=(const PollScope&) = delete;
+  };
+  static thread_local PollScope* t_poll;
+
+  void require_poll_mode(const char* call) const {
+    if (!state_.opt.poll_mode)
+      throw std::logic_error(std::string("kairos: ") + call + "() needs Options::poll_mode (this scheduler runs its own threads)");
+  }
+
+  std::size_t poll(std::int64_t now, std::size_t limit) override {
+    require_poll_mode("poll");
+    PollScope scope(this);
+    std::size_t started = 0;
+    for (auto& sh : shards_) {
+      bool retired = false;
+      started += sh->poll(now, limit - std::min(limit, started), retired);
+      if (retired && live_pollers_.fetch_sub(1, std::memory_order_acq_rel) == 1) terminate();
+    }
+    return started;
+  }
+
+  std::int64_t next_deadline() override {
+    require_poll_mode("next_deadline");
+    std::int64_t d = kMaxNs;
+    for (auto& sh : shards_) d = std::min(d, sh->earliest_deadline());
+    return d;
+  }
+
+  bool polled_here() const noexcept {
+    for (PollScope* p = t_poll; p != nullptr; p = p->outer)
+      if (p->engine == this) return true;
+    return false;
+  }
+
+  // wait_idle / await_termination in poll mode: nobody else runs the tasks, so the waiting
+  // thread polls until `done` or `until` (steady ns), napping while nothing is due.
+  template <class Done>
+  bool poll_until(Done done, std::int64_t until) {
+    for (;;) {
+      std::size_t ran = poll(now_ns(), SIZE_MAX);
+      if (done()) return true;
+      std::int64_t now = steady_now_ns();
+      if (now >= until) return false;
+      if (ran != 0) continue;
+      std::int64_t nap = std::min<std::int64_t>(until - now, 200'000);  // submissions from other
+                                                                        // threads wake nobody here
+      if (!manual_) nap = std::min(nap, std::max<std::int64_t>(0, next_deadline() - now));
+      if (nap > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(nap));
     }
   }
 
@@ -239,8 +309,13 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   }
 
   bool await_termination(std::int64_t timeout_ns) override {
-    std::unique_lock lk(term_mu_);
     if (timeout_ns < 0) timeout_ns = 0;
+    if (state_.opt.poll_mode) {
+      // Inside a task of this scheduler's poll, its own batch never finishes while it waits.
+      if (polled_here()) return is_terminated();
+      return poll_until([&] { return is_terminated(); }, add_saturated(steady_now_ns(), timeout_ns));
+    }
+    std::unique_lock lk(term_mu_);
     auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(std::min<std::int64_t>(timeout_ns, kMaxNs / 2));
     return term_cv_.wait_until(lk, until, [&] { return state_.state() == kTerminated; });
   }
@@ -278,11 +353,15 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
       subs.push_back(sh->inbox().submitted());
       removes.push_back(sh->inbox().removes_sent());
     }
-    for (int round = 0;; ++round) {
+    auto is_idle = [&] {
       bool idle = true;
       std::int64_t now = now_ns();
       for (std::size_t i = 0; i < shards_.size() && idle; ++i) idle = shards_[i]->idle(subs[i], removes[i], now);
-      if (idle) return true;
+      return idle;
+    };
+    if (state_.opt.poll_mode) return polled_here() ? false : poll_until(is_idle, until);
+    for (int round = 0;; ++round) {
+      if (is_idle()) return true;
       if (steady_now_ns() >= until) return false;
       if (round < 100) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(round < 1000 ? 20 : 200));
@@ -306,6 +385,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   }
   // threads_ is written only while the constructor runs (start()).
   bool on_own_thread() const noexcept override {
+    if (state_.opt.poll_mode) return polled_here();
     std::thread::id me = std::this_thread::get_id();
     for (const std::thread& th : threads_)
       if (th.get_id() == me) return true;
@@ -331,6 +411,17 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
       manual_->remove_listener(this);
       listening_ = false;
     }
+    if (state_.opt.poll_mode) {
+      // Retire the pollers now (a poll after shutdown_now() only settles). Inside a task of
+      // this scheduler's own poll, that poll retires its shard when the task returns, and keeps
+      // the engine alive until then.
+      for (PollScope* p = t_poll; p != nullptr; p = p->outer)
+        if (p->engine == this && !p->keep) {
+          p->keep = shared_from_this();
+          break;
+        }
+      poll(now_ns(), 0);
+    }
     // Threads other than the caller are gone; the shards keep what raced the end.
     for (auto& sh : shards_) sh->settle_if_dead();
   }
@@ -350,6 +441,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::thread> threads_;
   std::atomic<unsigned> live_threads_{0};
+  std::atomic<unsigned> live_pollers_{0};  // poll mode: shards whose poller has not retired
   std::size_t largest_ = 0;  // threads started (the pool never grows later); set by start()
   std::mutex start_mu_;      // (T1): on_thread_start's outcome
   std::condition_variable start_cv_;
@@ -361,6 +453,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 };
 
 thread_local unsigned Engine::t_shard_slot = ~0u;
+thread_local Engine::PollScope* Engine::t_poll = nullptr;
 
 void validate(const Options& o) {
   if (o.shards == 0 || o.shards > 64)
@@ -368,6 +461,9 @@ void validate(const Options& o) {
   if (o.threads_per_shard == 0 || o.threads_per_shard > 256)
     throw std::invalid_argument("kairos: threads_per_shard must be in [1, 256], got " +
                                 std::to_string(o.threads_per_shard));
+  if (o.poll_mode && (o.threads_per_shard != 1 || !o.cpus.empty() || o.on_thread_start))
+    throw std::invalid_argument(
+        "kairos: poll_mode runs no scheduler threads: threads_per_shard must be 1, cpus and on_thread_start empty");
   unsigned hw = std::thread::hardware_concurrency();
   for (int cpu : o.cpus)
     if (cpu < 0 || (hw != 0 && static_cast<unsigned>(cpu) >= hw))

@@ -199,7 +199,7 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
       continue;
     }
     std::int64_t now = engine_.now_ns();
-    if (std::size_t n = pop_due(now, batch)) return n;
+    if (std::size_t n = pop_due(now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
     if (inbox_.has_unconfirmed()) continue;  // one more (complete) pass confirms them
     if (must_exit()) return 0;               // pop_due may have dropped the last cancelled task
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
@@ -265,9 +265,9 @@ void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool fore
   lk.lock();
 }
 
-std::size_t Shard::pop_due(std::int64_t now, Slot* batch) {
+// At most `max` (<= kMaxBatch) due tasks into `batch`.
+std::size_t Shard::pop_due(std::int64_t now, Slot* batch, std::size_t max) {
   std::size_t n = 0;
-  const std::size_t max = engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1;
   while (n < max && !queue_.empty() && is_due(queue_.top(), now)) {
     TaskBase* t = queue_.top();
     bool stoppable = t->flags & kStoppable;

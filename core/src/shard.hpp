@@ -92,6 +92,16 @@ class Shard {
   void thread_not_started() noexcept;
   void run_worker(unsigned index);  // a worker thread's life; returns when it must exit
 
+  // ---- poll mode (shard_poll.cpp): the owner's thread is the shard's one runner ---------------
+  // Runs the tasks due at `now` inline, at most `limit` taken from the queue; returns how many
+  // executions started. `retired`: this call found the shard finished after a shutdown and
+  // settled it (once per shard; the engine then counts it like an exiting thread). A poll that
+  // finds another poll of this shard in progress (a task calling poll()) returns 0.
+  std::size_t poll(std::int64_t now, std::size_t limit, bool& retired);
+  // The earliest deadline in the timer queue after taking in the inbox; kMaxNs if none is due
+  // ever (empty, or only never-due tasks).
+  std::int64_t earliest_deadline();
+
   // ---- lifecycle calls: any thread; each takes mu_ ----------------------------------------------
   void after_racing_shutdown();      // a submission that saw shutdown only after its enqueue
   bool make_room();                  // discard_oldest: cancels the earliest pending task
@@ -123,7 +133,7 @@ class Shard {
   std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave);
   void wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
   bool arm_and_check(std::int64_t deadline);
-  std::size_t pop_due(std::int64_t now, Slot* batch);
+  std::size_t pop_due(std::int64_t now, Slot* batch, std::size_t max);
   bool must_exit() const noexcept;
   bool inbox_settled() const noexcept;
   void drain();
@@ -176,6 +186,7 @@ class Shard {
   std::vector<std::vector<TaskBase*>> staged_;
   std::vector<TaskBase*> graveyard_;
   bool has_leader_ = false;
+  bool polling_ = false;       // poll mode: a poll() holds the runner's role (also while unlocked)
   bool stop_done_ = false;     // shutdown_now() has taken this shard's tasks
   unsigned running_ = 0;       // batches popped and not yet finished
   unsigned threads_alive_ = 0;

@@ -66,7 +66,14 @@ class SchedulerCore {
   };
   virtual PoolCounts pool_counts() const = 0;
   virtual std::size_t purge() = 0;
-  virtual bool on_own_thread() const noexcept = 0;  // the caller is one of its threads
+  virtual bool on_own_thread() const noexcept = 0;  // the caller is one of its threads (poll
+                                                    // mode: runs a task inside this one's poll())
+
+  // Poll mode (Options::poll_mode; std::logic_error otherwise). poll: runs the tasks due at
+  // `now` on the calling thread, at most `limit` of them; returns how many started.
+  // next_deadline: the earliest pending deadline, kMaxNs if there is none.
+  virtual std::size_t poll(std::int64_t now, std::size_t limit) = 0;
+  virtual std::int64_t next_deadline() = 0;
 
  protected:
   explicit SchedulerCore(ManualClock* clock) noexcept : manual_(clock) {}
