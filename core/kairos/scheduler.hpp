@@ -237,7 +237,10 @@ class BasicScheduler {
   // thread, the shutdown policies. After shutdown, the poll that finds nothing left to run
   // terminates the scheduler (Options::terminated runs in it). A task calling poll() of its
   // own scheduler gets 0. One poll at a time: a poll racing another returns 0 for the shards
-  // the other holds.
+  // the other holds. wait_idle(), await_termination() and close() called on the loop's thread
+  // (the last thread that polled; any thread before the first poll) poll until they are done;
+  // on another thread they wait for the loop. Futures block as usual: never get() a task's
+  // result on the loop's thread before polling it.
   std::size_t poll(time_point now, std::size_t limit = SIZE_MAX) {
     return core_->poll(detail::to_ns_saturated(now.time_since_epoch()), limit);
   }

@@ -237,6 +237,8 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
   std::size_t poll(std::int64_t now, std::size_t limit) override {
     require_poll_mode("poll");
+    const std::thread::id me = std::this_thread::get_id();
+    if (loop_thread_.load(std::memory_order_relaxed) != me) loop_thread_.store(me, std::memory_order_relaxed);
     PollScope scope(this);
     std::size_t started = 0;
     for (auto& sh : shards_) {
@@ -260,8 +262,14 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     return false;
   }
 
-  // wait_idle / await_termination in poll mode: nobody else runs the tasks, so the waiting
-  // thread polls until `done` or `until` (steady ns), napping while nothing is due.
+  // wait_idle / await_termination in poll mode, called from the loop's thread (the last one that
+  // polled; any thread before the first poll): nobody else runs the tasks, so it polls until
+  // `done` or `until` (steady ns), napping while nothing is due. From another thread they wait
+  // for the loop instead, as they wait for scheduler threads: tasks never move off the loop.
+  bool drives_the_loop() const noexcept {
+    std::thread::id loop = loop_thread_.load(std::memory_order_relaxed);
+    return loop == std::thread::id{} || loop == std::this_thread::get_id();
+  }
   template <class Done>
   bool poll_until(Done done, std::int64_t until) {
     for (;;) {
@@ -313,7 +321,8 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     if (state_.opt.poll_mode) {
       // Inside a task of this scheduler's poll, its own batch never finishes while it waits.
       if (polled_here()) return is_terminated();
-      return poll_until([&] { return is_terminated(); }, add_saturated(steady_now_ns(), timeout_ns));
+      if (drives_the_loop())
+        return poll_until([&] { return is_terminated(); }, add_saturated(steady_now_ns(), timeout_ns));
     }
     std::unique_lock lk(term_mu_);
     auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(std::min<std::int64_t>(timeout_ns, kMaxNs / 2));
@@ -359,7 +368,8 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
       for (std::size_t i = 0; i < shards_.size() && idle; ++i) idle = shards_[i]->idle(subs[i], removes[i], now);
       return idle;
     };
-    if (state_.opt.poll_mode) return polled_here() ? false : poll_until(is_idle, until);
+    if (state_.opt.poll_mode && polled_here()) return false;
+    if (state_.opt.poll_mode && drives_the_loop()) return poll_until(is_idle, until);
     for (int round = 0;; ++round) {
       if (is_idle()) return true;
       if (steady_now_ns() >= until) return false;
@@ -442,6 +452,8 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   std::vector<std::thread> threads_;
   std::atomic<unsigned> live_threads_{0};
   std::atomic<unsigned> live_pollers_{0};  // poll mode: shards whose poller has not retired
+  std::atomic<std::thread::id> loop_thread_{};  // poll mode: the last thread that polled (relaxed:
+                                                // only picks who drives a wait, never guards data)
   std::size_t largest_ = 0;  // threads started (the pool never grows later); set by start()
   std::mutex start_mu_;      // (T1): on_thread_start's outcome
   std::condition_variable start_cv_;

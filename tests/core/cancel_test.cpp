@@ -58,7 +58,7 @@ TEST(Cancel, DoneTaskReturnsFalse) {
 // while the body is still blocked; the body's result is dropped; cancel(false) leaves its stop
 // token alone.
 TEST(Cancel, RunningTaskCompletesAsCancelledAtOnce) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   Gate gate;
   std::latch started(1);
   std::atomic<bool> stop_seen{true};

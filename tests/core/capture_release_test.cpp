@@ -15,7 +15,7 @@ using namespace kairos_test;
 struct Capture {};
 
 TEST(CaptureRelease, OneShotCallableIsDestroyedWhenItsRunEndsWhileTheFutureLives) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto p = std::make_shared<Capture>();
   std::weak_ptr<Capture> w = p;
   auto f = s.schedule([p = std::move(p)] { return 7; }, 0ms);
@@ -26,7 +26,7 @@ TEST(CaptureRelease, OneShotCallableIsDestroyedWhenItsRunEndsWhileTheFutureLives
 }
 
 TEST(CaptureRelease, OneShotThatThrowsReleasesItsCaptureAndKeepsTheException) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto p = std::make_shared<Capture>();
   std::weak_ptr<Capture> w = p;
   auto f = s.schedule([p = std::move(p)]() -> int { throw 42; }, 0ms);
@@ -41,7 +41,7 @@ void cancel_releases_at_once(bool remove_on_cancel, bool let_leader_accept_first
   kairos::Options o = single_thread();
   o.remove_on_cancel = remove_on_cancel;
   o.wait = kairos::WaitPolicy::sleep();
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   std::vector<std::weak_ptr<Capture>> weak;
   std::vector<kairos::ScheduledFuture<void>> futures;
   for (int i = 0; i < 100; ++i) {

@@ -30,7 +30,7 @@ struct TaskError {  // deliberately not derived from std::exception
 };
 
 TEST(Future, GetReturnsTheValue) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto a = s.schedule([] { return 41 + 1; }, 1ms);
   auto b = s.submit([] { return std::string("value"); });
   auto c = s.schedule([] {}, 0ms);
@@ -46,7 +46,7 @@ TEST(Future, GetReturnsTheValue) {
 }
 
 TEST(Future, GetRethrowsTheSameExceptionObject) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   std::exception_ptr thrown;
   std::latch ready(1);
   auto f = s.submit([&]() -> int {
@@ -78,7 +78,7 @@ TEST(Future, GetRethrowsTheSameExceptionObject) {
 }
 
 TEST(Future, GetRethrowsANonStandardExceptionUnchanged) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto f = s.schedule([]() -> double { throw TaskError{7}; }, 0ms);
   try {
     f.get();
@@ -128,7 +128,7 @@ TEST(Future, WaitForTimesOutThenBecomesReady) {
 
 // wait_for returns as soon as the task completes, not when the timeout ends.
 TEST(Future, WaitForReturnsWhenTheTaskCompletes) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   Gate gate;
   auto f = s.submit([&] { gate.wait(); return 1; });
   std::thread opener([&] {
@@ -156,7 +156,7 @@ TEST(Future, DelayCountsDownOnTheManualClock) {
 }
 
 TEST(Future, DelayOnTheSteadyClock) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto f = s.schedule([] {}, 1h);
   EXPECT_GT(f.delay(), 59min);
   EXPECT_LE(f.delay(), 1h);
@@ -166,7 +166,7 @@ TEST(Future, DelayOnTheSteadyClock) {
 }
 
 TEST(Future, GetIsRepeatableOnCopies) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto f = s.submit([] { return std::string("shared"); });
   auto copy1 = f;
   kairos::ScheduledFuture<std::string> copy2;
@@ -178,7 +178,7 @@ TEST(Future, GetIsRepeatableOnCopies) {
 }
 
 TEST(Future, MoveOnlyResultIsMovedOutOnce) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   auto f = s.submit([] { return std::make_unique<int>(7); });
   auto copy = f;
   std::unique_ptr<int> p = f.get();
@@ -222,7 +222,7 @@ TEST(Future, OutlivesTheScheduler) {
   kairos::ScheduledFuture<int> done, pending;
   kairos::ScheduledFuture<std::string> text;
   {
-    kairos::Scheduler s(single_thread());
+    kairos_test::Scheduler s(single_thread());
     done = s.submit([] { return 3; });
     text = s.submit([] { return std::string("kept"); });
     ASSERT_EQ(done.wait_for(kPatience), std::future_status::ready);

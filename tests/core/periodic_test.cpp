@@ -217,7 +217,7 @@ TEST(Periodic, NoOverlapOnTheSteadyClock) {
   std::atomic<int> runs{0};
   std::atomic<int> lost_updates{0};
   Gate enough;
-  kairos::Scheduler s(kairos_test::threads(1, 3));
+  kairos_test::Scheduler s(kairos_test::threads(1, 3));
   auto f = s.schedule_at_fixed_rate(
       [&] {
         if (inside.exchange(true)) ++overlaps;

@@ -51,7 +51,7 @@ TEST(Rearm, AnEarlierDeadlineIsNeverLate) {
 TEST(Rearm, AnEarlierDeadlineWakesALeaderAsleepForTheOldOne) {
   kairos::Options o = single_thread();
   o.wait = kairos::WaitPolicy::sleep();
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   auto f = s.schedule_rearmable([] { return 1; }, 1h);
   ASSERT_TRUE(s.wait_idle(kPatience));  // the leader sleeps until the task's hour
   auto t0 = std::chrono::steady_clock::now();
@@ -132,7 +132,7 @@ TEST(Rearm, NeverDueAndBackAgain) {
 
 // Many thousands of races between the run of a due task and a re-arm to an hour later.
 TEST(Rearm, RaceWithTheRunHasExactlyOneWinner) {
-  kairos::Scheduler s(single_thread());
+  kairos_test::Scheduler s(single_thread());
   const int n = 20000;
   std::vector<std::atomic<int>> ran(n);
   std::vector<kairos::ScheduledFuture<void>> f(n);

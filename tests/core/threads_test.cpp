@@ -33,18 +33,20 @@ std::string current_thread_name() {
 }
 
 TEST(ThreadNames, SingleThreadIsNameDashShardDashIndex) {
+  SKIP_IN_POLL_MODE("no scheduler thread to name");
   kairos::Options o = kairos_test::single_thread();
   o.name = "sched";
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   EXPECT_EQ(s.submit([] { return current_thread_name(); }).get(), "sched-0-0");
 }
 
 TEST(ThreadNames, EveryThreadOfEveryShardIsNamed) {
+  SKIP_IN_POLL_MODE("no scheduler thread to name");
   kairos::Options o = kairos_test::threads(2, 2);
   o.name = "kt";
   std::set<std::string> names;
   std::mutex mu;
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   // Several submitting threads (a thread's tasks go to one shard), tasks long enough that
   // the other threads of a shard take some.
   std::vector<std::thread> producers;
@@ -76,9 +78,10 @@ TEST(ThreadNames, EveryThreadOfEveryShardIsNamed) {
 }
 
 TEST(ThreadNames, LongNamesAreCutTo15Characters) {
+  SKIP_IN_POLL_MODE("no scheduler thread to name");
   kairos::Options o = kairos_test::single_thread();
   o.name = "averyveryverylongschedulername";
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   std::string n = s.submit([] { return current_thread_name(); }).get();
   EXPECT_EQ(n.size(), 15u);
   EXPECT_EQ(n, std::string("averyveryverylongschedulername-0-0").substr(0, 15));
@@ -178,7 +181,7 @@ TEST(MultiShard, ShutdownNowCollectsEveryShardInDeadlineOrder) {
 }
 
 TEST(MultiShard, RealClockWorkAcrossShards) {
-  kairos::Scheduler s(kairos_test::threads(2, 2));
+  kairos_test::Scheduler s(kairos_test::threads(2, 2));
   std::vector<kairos::ScheduledFuture<int>> fs;
   std::mutex mu;
   std::vector<std::thread> producers;

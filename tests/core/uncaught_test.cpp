@@ -59,7 +59,7 @@ TEST(Uncaught, ExecuteExceptionReachesOnUncaughtAndTheThreadKeepsWorking) {
   std::mutex mu;
   kairos::Options o = single_thread();
   o.on_uncaught = [&](std::exception_ptr e) { log.add(e); };
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   s.execute([&] {
     auto e = std::make_exception_ptr(Boom("from execute"));
     {
@@ -88,7 +88,7 @@ TEST(Uncaught, ManyFailuresAllReported) {
   UncaughtLog log;
   kairos::Options o = kairos_test::threads(2, 2);
   o.on_uncaught = [&](std::exception_ptr e) { log.add(e); };
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   for (int i = 0; i < 50; ++i) s.execute([i] { throw i; });
   ASSERT_TRUE(eventually([&] { return log.size() == 50; }));
   std::vector<bool> seen(50, false);
@@ -108,7 +108,7 @@ TEST(Uncaught, SubmittedTaskExceptionGoesOnlyToGet) {
   std::atomic<int> uncaught{0};
   kairos::Options o = single_thread();
   o.on_uncaught = [&](std::exception_ptr) { ++uncaught; };
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   auto f = s.submit([]() -> int { throw Boom("for get"); });
   auto g = s.schedule([] { throw Boom("for get too"); }, 1ms);
   EXPECT_THROW(f.get(), Boom);
@@ -125,7 +125,7 @@ TEST(Uncaught, ThrowingOnUncaughtIsDropped) {
     ++calls;
     throw std::logic_error("on_uncaught fails too");
   };
-  kairos::Scheduler s(o);
+  kairos_test::Scheduler s(o);
   s.execute([] { throw Boom("first"); });
   EXPECT_EQ(s.submit([] { return 1; }).get(), 1);
   s.execute([] { throw Boom("second"); });
@@ -144,7 +144,7 @@ TEST(Uncaught, DefaultWritesOneLineToStderr) {
   testing::internal::CaptureStderr();
   std::string out;
   {
-    kairos::Scheduler s(single_thread());
+    kairos_test::Scheduler s(single_thread());
     s.execute([] { throw Boom("kairos-stderr-probe"); });
     EXPECT_EQ(s.submit([] { return 4; }).get(), 4);
     // The report is written before the thread takes the next task.
