@@ -16,6 +16,7 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 namespace kairos::gate {
@@ -756,6 +757,205 @@ Comparison compare_to_reference(const std::vector<Run>& current, const GateOptio
   return c;
 }
 
+// ---- A/B ----------------------------------------------------------------------------------------
+
+bool baseline_first(unsigned round) { return round % 2 == 0; }
+
+namespace {
+
+// The run's side ("baseline", "candidate"), or empty when it carries none.
+std::string side_of(const Run& r) {
+  if (!r.config.is_object()) return {};
+  auto it = r.config.find(kBuildKey);
+  return it != r.config.end() && it->is_string() ? it->get<std::string>() : std::string("?");
+}
+
+bool has_side(const Run& r) { return r.config.is_object() && r.config.contains(kBuildKey); }
+
+std::string ab_key(const Run& r) {
+  json c = r.config;
+  if (c.is_object()) c.erase(kBuildKey);
+  return key_of(r.workload, r.system, r.parameters, c);
+}
+
+std::string ratio_limit_text(double ratio, bool rate) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s %.3gx", rate ? ">=" : "<=", ratio);
+  return buf;
+}
+
+}  // namespace
+
+void AbRecord::add_round(std::vector<Run> baseline, std::vector<Run> candidate) {
+  const std::string round = "round " + std::to_string(rounds_ + 1);
+  if (baseline.empty()) throw BadInput(round + ": the baseline printed no run");
+  if (candidate.empty()) throw BadInput(round + ": the candidate printed no run");
+  std::map<std::string, std::pair<std::size_t, std::size_t>> counts;
+  std::map<std::string, std::string> names;
+  for (auto* side : {&baseline, &candidate})
+    for (Run& r : *side) {
+      if (has_side(r)) throw BadInput(r.where + ": the run already carries config \"" + kBuildKey + "\"");
+      if (!r.config.is_object()) {
+        json c = json::object();
+        if (!r.config.is_null()) c["config"] = r.config;
+        r.config = std::move(c);
+      }
+      const std::string key = ab_key(r);
+      names.emplace(key, r.workload + ' ' + r.system);
+      auto& [b, c] = counts[key];
+      ++(side == &baseline ? b : c);
+    }
+  for (const auto& [key, n] : counts)
+    if (n.first != n.second)
+      throw BadInput(round + ": the baseline printed " + std::to_string(n.first) + " run(s) of " + names[key] +
+                     ", the candidate " + std::to_string(n.second) + ": the two commands must run the same workloads");
+  std::map<std::string, std::int64_t> next_base = next_repeat_, next_cand = next_repeat_;
+  auto tag = [&](std::vector<Run>& side, const char* name, std::map<std::string, std::int64_t>& next) {
+    for (Run& r : side) {
+      r.repeat = next[ab_key(r)]++;
+      r.config[kBuildKey] = name;
+      r.where = round + ' ' + name + ": " + r.where;
+      runs_.push_back(std::move(r));
+    }
+  };
+  tag(baseline, kBaselineSide, next_base);
+  tag(candidate, kCandidateSide, next_cand);
+  next_repeat_ = std::move(next_base);
+  ++rounds_;
+}
+
+json run_to_json(const Run& r) {
+  json j = json::object();
+  j["workload"] = r.workload;
+  j["system"] = r.system;
+  j["config"] = r.config;
+  j["parameters"] = r.parameters;
+  if (r.repeat) j["repeat"] = *r.repeat;
+  if (!r.machine.empty()) j["machine"] = r.machine;
+  for (const auto& [name, value] : r.figures)
+    if (!j.contains(name)) j[name] = value;
+  return j;
+}
+
+Comparison compare_ab(const std::vector<Run>& runs, const GateOptions& o) {
+  struct AbLimit {
+    std::string figure;
+    double ratio;
+    bool rate;
+    std::string text;
+  };
+  std::vector<AbLimit> limits;
+  for (const auto* ratios : {&o.max_ratios, &o.min_ratios})
+    for (const auto& [f, l] : *ratios) {
+      const bool rate = ratios == &o.min_ratios;
+      if (l.kind != Limit::ratio) throw BadInput("ratio limit for " + f + " must be a ratio with an x, e.g. 1.1x");
+      if (f == kEarlyFires) throw BadInput("early fires have no ratio limit");
+      if (!rate && higher_is_better(f)) throw BadInput("--max-ratio " + f + ": a rate (higher is better) takes --min-ratio");
+      if (rate && !higher_is_better(f))
+        throw BadInput("--min-ratio " + f + ": only a rate (a figure named *_per_s) takes --min-ratio");
+      limits.push_back({f, l.value, rate, ratio_limit_text(l.value, rate)});
+    }
+  for (const auto& [f, l] : o.tolerances) {
+    if (f == "all") throw BadInput("--tolerance all: name each figure to judge (A/B mode judges the figures named)");
+    if (f == kEarlyFires) throw BadInput("--tolerance early_fires: early fires are never tolerated (--allow-early-fires)");
+    if (l.kind == Limit::ratio) throw BadInput("--tolerance " + f + ": a ratio (x) belongs to --max-ratio");
+    if (l.kind == Limit::absolute)
+      throw BadInput("--tolerance " + f + ": A/B mode judges paired ratios; give the limit in % (10%) or as --max-ratio");
+    const bool rate = higher_is_better(f);
+    const double ratio = rate ? 1 / (1 + l.value) : 1 + l.value;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%g%% (%s)", rate ? ">= -" : "<= +", l.value * 100, ratio_limit_text(ratio, rate).c_str());
+    limits.push_back({f, ratio, rate, buf});
+  }
+  if (limits.empty()) throw BadInput("no --tolerance, --max-ratio or --min-ratio: nothing to judge");
+
+  Comparison c;
+  c.title = "candidate against baseline, run alternately (ABBA), paired by round";
+  c.base_column = kBaselineSide;
+  c.current_column = kCandidateSide;
+  c.paired = true;
+  std::vector<const Run*> base, cand;
+  for (const Run& r : runs) {
+    if (!has_side(r))
+      throw BadInput(r.where + ": no config \"" + kBuildKey + "\": not an A/B record (kairos-gate --record writes one)");
+    const std::string side = side_of(r);
+    if (side != kBaselineSide && side != kCandidateSide)
+      throw BadInput(r.where + ": config \"" + kBuildKey + "\" must be \"baseline\" or \"candidate\"");
+    if (!r.repeat) throw BadInput(r.where + ": an A/B run needs its \"repeat\" (the pair it belongs to)");
+    if (!selected(r, o) || (!o.systems.empty() && !o.systems.count(r.system))) continue;
+    (side == kBaselineSide ? base : cand).push_back(&r);
+  }
+  std::set<std::string> ignore = o.ignore_config;
+  ignore.insert(kBuildKey);
+  const std::vector<Group> bg = group_runs(base, ignore), cg = group_runs(cand, ignore);
+  std::set<std::string> found, matched;
+  for (const Group& g : cg) {
+    const std::string key = key_of(g.workload, g.system, g.parameters, g.config);
+    const Group* ref = nullptr;
+    for (const Group& h : bg)
+      if (key_of(h.workload, h.system, h.parameters, h.config) == key) ref = &h;
+    if (!ref) throw BadInput(g.name + ": candidate runs without baseline runs of the same workload, system and config");
+    matched.insert(key);
+    std::map<std::int64_t, const Run*> by;
+    for (const Run* r : ref->runs)
+      if (!by.emplace(*r->repeat, r).second)
+        throw BadInput(r->where + ": repeat " + std::to_string(*r->repeat) + " of " + ref->name + " (baseline) given twice");
+    std::set<std::int64_t> mine;
+    std::vector<std::pair<const Run*, const Run*>> pairs;
+    for (const Run* r : g.runs) {
+      if (!mine.insert(*r->repeat).second)
+        throw BadInput(r->where + ": repeat " + std::to_string(*r->repeat) + " of " + g.name + " (candidate) given twice");
+      auto it = by.find(*r->repeat);
+      if (it != by.end()) pairs.emplace_back(r, it->second);
+    }
+    if (pairs.size() < std::max(g.runs.size(), ref->runs.size()))
+      c.notes.push_back(g.name + ": " + std::to_string(std::max(g.runs.size(), ref->runs.size()) - pairs.size()) +
+                        " run(s) without a partner of the same repeat, not judged");
+    for (const AbLimit& limit : limits) {
+      std::vector<double> mine_v, theirs, ratios;
+      for (const auto& [a, b] : pairs) {
+        auto ia = a->figures.find(limit.figure), ib = b->figures.find(limit.figure);
+        if (ia == a->figures.end() || ib == b->figures.end()) continue;
+        mine_v.push_back(ia->second);
+        theirs.push_back(ib->second);
+        ratios.push_back(safe_ratio(ia->second, ib->second));
+      }
+      if (ratios.empty()) continue;
+      found.insert(limit.figure);
+      Row row;
+      row.group = g.name;
+      row.figure = limit.figure;
+      row.unit = unit_of(limit.figure);
+      row.base = spread_of(theirs);
+      row.current = spread_of(mine_v);
+      row.statistic = median(ratios);
+      std::tie(row.ci_low, row.ci_high) = bootstrap_median_ci(ratios, o.resamples);
+      row.limit = limit.text;
+      const bool surely_within = limit.rate ? row.ci_low >= limit.ratio : row.ci_high <= limit.ratio;
+      const bool surely_beyond = limit.rate ? row.ci_high < limit.ratio : row.ci_low > limit.ratio;
+      if (ratios.size() < o.min_runs) {
+        row.verdict = Verdict::inconclusive;
+        row.note = std::to_string(ratios.size()) + " pairs, fewer than --min-runs " + std::to_string(o.min_runs);
+      } else if (surely_within) {
+        row.verdict = Verdict::pass;
+      } else if (surely_beyond) {
+        row.verdict = Verdict::regression;
+      } else {
+        row.verdict = Verdict::inconclusive;
+        row.note = "95% interval across the limit: too noisy to tell";
+      }
+      c.rows.push_back(std::move(row));
+    }
+    add_early_fire_rows(c, g, o);
+  }
+  for (const Group& h : bg)
+    if (!matched.count(key_of(h.workload, h.system, h.parameters, h.config)))
+      c.notes.push_back(h.name + ": baseline runs without candidate runs; not judged");
+  for (const AbLimit& l : limits)
+    if (!found.count(l.figure)) throw BadInput("no judged pair has the figure \"" + l.figure + "\"");
+  return c;
+}
+
 // ---- output ------------------------------------------------------------------------------------
 
 std::string format_value(double v, Unit unit) {
@@ -803,7 +1003,7 @@ std::string ratio_text(double r) {
 
 std::vector<std::vector<std::string>> cells(const Comparison& c) {
   std::vector<std::vector<std::string>> out;
-  out.push_back({"group", "figure", c.base_column + " median (min .. max, n)", "current median (min .. max, n)",
+  out.push_back({"group", "figure", c.base_column + " median (min .. max, n)", c.current_column + " median (min .. max, n)",
                  c.paired ? "paired ratio [95% CI]" : "change [95% CI]", c.paired ? "" : "p (U test)", "limit", "verdict",
                  "note"});
   if (!c.paired) out.front()[5] = "p (U test)";

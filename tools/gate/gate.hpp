@@ -139,6 +139,7 @@ struct Row {
 struct Comparison {
   std::string title;
   std::string base_column;  // "baseline" or the reference's name
+  std::string current_column = "current";
   bool paired = false;      // reference mode: statistic is a ratio
   std::vector<Row> rows;
   std::vector<std::string> notes;
@@ -150,6 +151,58 @@ Comparison compare_to_baseline(const std::vector<Run>& baseline, const std::vect
 Comparison compare_to_reference(const std::vector<Run>& current, const GateOptions& options);
 // regression if any row is one, else inconclusive if any, else pass (info rows do not count).
 Verdict overall(const std::vector<Comparison>& comparisons);
+
+// ---- A/B: a baseline build and a candidate build measured alternately ----------------------
+// One invocation runs the baseline's command and the candidate's command (the same workload and
+// flags, built from two trees) once each per round, for N rounds, and judges the candidate by
+// the ratios candidate / baseline of the two runs of each round. Runs minutes apart on a shared
+// VM are not comparable (its state can move a median by 2x within a minute); the two runs of one
+// round are seconds apart and see the same state, so the ratio cancels it.
+// Order: ABBA blocks (baseline first in even rounds, candidate first in odd rounds), so a
+// steady drift of the machine during an invocation, or an effect of running second, favours
+// neither side.
+// Records: every run carries config "build" = "baseline" or "candidate" and repeat = its index
+// within its group over all rounds (the two runs of a pair share it), so a record written with
+// --record is judged again, unchanged, with --ab FILE.
+inline constexpr const char* kBuildKey = "build";
+inline constexpr const char* kBaselineSide = "baseline";
+inline constexpr const char* kCandidateSide = "candidate";
+
+// Whether the baseline runs first in round `round` (0-based): ABBA.
+bool baseline_first(unsigned round);
+
+// Collects the runs of each round, tagged as above.
+class AbRecord {
+ public:
+  // The runs each command printed in one round. BadInput (naming the round) when either printed
+  // no run, a run already carries config "build", or the two sides' groups (workload, system,
+  // parameters, config) or run counts per group differ: such runs cannot be paired.
+  void add_round(std::vector<Run> baseline, std::vector<Run> candidate);
+  const std::vector<Run>& runs() const { return runs_; }
+  unsigned rounds() const { return rounds_; }
+
+ private:
+  std::vector<Run> runs_;
+  std::map<std::string, std::int64_t> next_repeat_;  // per group key
+  unsigned rounds_ = 0;
+};
+
+// A run as a kairos-lat-style JSON line (workload, system, config, parameters, repeat, machine,
+// its figures by name): parse_runs reads it back to the same run.
+nlohmann::json run_to_json(const Run& run);
+
+// Judges an A/B record: each candidate group against the baseline group of the same workload,
+// system, parameters and config, paired by repeat. The statistic is the median of the paired
+// ratios candidate / baseline, with its 95% bootstrap interval. Limits: --max-ratio FIGURE=1.1x
+// (a cost), --min-ratio FIGURE=0.9x (a rate), or --tolerance FIGURE=10% (a cost: ratio 1.10x; a
+// rate: ratio 1/1.10). Verdicts, each decided only with confidence:
+//   pass:         the whole interval within the limit;
+//   regression:   the whole interval beyond it;
+//   inconclusive: the interval across the limit (too noisy to tell), or fewer than --min-runs
+//                 pairs. Never reported as a pass or a regression.
+// Early fires in a candidate run are a regression unless allowed. BadInput: runs without a
+// side, a candidate group without a baseline group, no limit, a limit in ns.
+Comparison compare_ab(const std::vector<Run>& runs, const GateOptions& options);
 
 // ---- statistics ---------------------------------------------------------------------------
 double median(std::vector<double> values);  // of a non-empty list; the mean of the middle two
