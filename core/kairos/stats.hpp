@@ -18,7 +18,8 @@ struct ShardStats {
   std::uint64_t pending = 0;            // queue_size() of this shard
   std::uint64_t periodic_failures = 0;  // periodic tasks stopped by an exception
   LatencyHistogram lateness;            // start - deadline of each execution, in ns
-                                        // (empty when Options::record_lateness is false)
+                                        // (empty when Options::record_lateness is false; in
+                                        // poll mode, start is the `now` given to poll())
   // The leader's wait (WaitPolicy, docs/adaptive-wait.md):
   std::int64_t spin_window_ns = 0;      // the spin window in use: hybrid's own, adaptive's current
                                         // one; 0 under sleep and spin

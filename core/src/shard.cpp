@@ -320,7 +320,8 @@ void Shard::run_task(Slot& slot) {
   // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.
   for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
 #endif
-  if (engine_.opt.record_lateness) slot.start = engine_.now_ns();
+  // Poll mode: the poll's `now` (set by Shard::poll), one clock read per poll, not per task.
+  if (engine_.opt.record_lateness && !engine_.opt.poll_mode) slot.start = engine_.now_ns();
   if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
     t->ops->drop_callable(t);  // cancelled after it started: the runner owns the callable
     return;

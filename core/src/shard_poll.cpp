@@ -46,7 +46,10 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
     std::size_t n = pop_due(now, batch, std::min(kMaxBatch, limit - taken));
     if (n == 0) break;
     taken += n;
-    for (std::size_t i = 0; i < n; ++i) staged.push_back(batch[i].task);
+    for (std::size_t i = 0; i < n; ++i) {
+      batch[i].start = now;  // lateness as the loop sees it: its `now` against the deadline
+      staged.push_back(batch[i].task);
+    }
     running_ += 1;
     unlock_and_bury(lk, grave);
     for (std::size_t i = 0; i < n; ++i) {

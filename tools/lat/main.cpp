@@ -63,8 +63,10 @@ early fire. Task bodies only store their start time into a preallocated slot. Pe
 Systems:
   kairos-sleep, kairos-hybrid, kairos-spin   kairos wait policies; --shards, --threads, --pin apply
   kairos-adaptive   WaitPolicy::adaptive() (a self-tuned spin window), as the three above
+  kairos-poll       W2, W6 only: poll mode, the workload's thread is the loop (polls every 64 calls)
   naive-stpe        one mutex, binary heap with indices, condition variable, leader/follower threads
   asio              Boost.Asio steady_timer on one io_context thread
+  asio-inline       W2, W6 only: Boost.Asio timers on an io_context the workload's thread polls
   java-stpe-1, java-stpe-2, netty-wheel      Java's ScheduledThreadPoolExecutor (1, 2 threads) and
                     Netty's HashedWheelTimer, via perf/peers/java/LatHarness.java when javac exists
   kernel-nanosleep  W3 only: the kernel's own wake-up latency for the same delays
@@ -79,8 +81,8 @@ Examples:
   kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
 
 const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
-const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "naive-stpe", "asio",
-                                              "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
+const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll",
+                                              "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -170,6 +172,14 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     c.wait = name.substr(7);
     c.shards = shards;
     c.threads = cli.threads;
+  } else if (name == "kairos-poll") {
+    s.kind = Kind::kairos_poll;
+    c.wait = "inline";
+    c.threads = 0;
+  } else if (name == "asio-inline") {
+    s.kind = Kind::asio_inline;
+    c.wait = "inline";
+    c.threads = 0;
   } else if (name == "naive-stpe") {
     s.kind = Kind::naive_stpe;
     c.wait = "condvar";
@@ -450,7 +460,7 @@ int main(int argc, char** argv) {
       plan.workloads.push_back(w);
     }
     for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
-      bool is_kairos = name.rfind("kairos-", 0) == 0;
+      bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll";  // sharded, threaded
       if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
       for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
         for (bool warm : cli.warm_and_fresh ? std::vector<bool>{false, true} : std::vector<bool>{cli.warm}) {

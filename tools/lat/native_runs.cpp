@@ -9,8 +9,10 @@
 
 #include <kairos/hdr_codec.hpp>
 
+#include <peers/asio_inline_system.hpp>
 #include <peers/asio_system.hpp>
 #include <peers/naive_stpe_system.hpp>
+#include <workloads/kairos_poll_system.hpp>
 #include <workloads/kairos_system.hpp>
 
 namespace kairos::lat {
@@ -21,6 +23,11 @@ std::atomic<std::uint64_t> g_systems_built{0};
 template <class System>
 perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std::string& w,
                              const WorkloadSizes& z, const perf::Progress& progress) {
+  if constexpr (requires { System::kInline; }) {  // one thread: W2 and W6 only (applies())
+    if (w == "W2") return perf::run_w2(sys, c, z.w2);
+    if (w == "W6") return perf::run_w6(sys, c, z.w6, progress);
+    throw std::invalid_argument("kairos-lat: an inline system runs W2 and W6 only");
+  } else {
   if (w == "W1") return perf::run_w1(sys, c, z.w1);
   if (w == "W2") return perf::run_w2(sys, c, z.w2);
   if (w == "W3") return perf::run_w3(sys, c, z.w3, progress);
@@ -31,6 +38,7 @@ perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std
   // W8: kairos re-arms in place; every peer cancels and schedules.
   if (w == "W8") return perf::run_w8(sys, c, z.w8, z.w8_rearm);
   throw std::invalid_argument("kairos-lat: unknown workload " + w);
+  }
 }
 
 // With s.warm, the same workload first runs on another system of the same kind, which is then
@@ -60,6 +68,9 @@ nlohmann::ordered_json to_json(const perf::Value& v) {
 std::uint64_t systems_built() { return g_systems_built.load(std::memory_order_relaxed); }
 
 bool applies(const SystemSpec& s, const std::string& workload) {
+  // Inline systems (the workload's thread is their loop): what one thread's submit, cancel and
+  // fire cost. The other workloads need a loop that waits or a second producer.
+  if (s.kind == Kind::kairos_poll || s.kind == Kind::asio_inline) return workload == "W2" || workload == "W6";
   if (workload == "W8") return s.kind != Kind::kernel && s.kind != Kind::java;  // native systems only
   return s.kind != Kind::kernel || workload == "W3";
 }
@@ -98,6 +109,8 @@ nlohmann::ordered_json run_native(const SystemSpec& s, const std::string& worklo
     case Kind::kairos: r = run_on<perf::KairosSystem>(s, workload, sizes, progress); break;
     case Kind::naive_stpe: r = run_on<perf::NaiveStpeSystem>(s, workload, sizes, progress); break;
     case Kind::asio: r = run_on<perf::AsioSystem>(s, workload, sizes, progress); break;
+    case Kind::kairos_poll: r = run_on<perf::KairosPollSystem>(s, workload, sizes, progress); break;
+    case Kind::asio_inline: r = run_on<perf::AsioInlineSystem>(s, workload, sizes, progress); break;
     case Kind::kernel:
       if (workload != "W3") throw std::invalid_argument("kairos-lat: kernel-nanosleep runs W3 only");
       if (s.warm) {  // its own kind of warm-up: the same pass of sleeping threads

@@ -17,7 +17,7 @@
 
 namespace kairos::lat {
 
-enum class Kind { kairos, naive_stpe, asio, java, kernel };
+enum class Kind { kairos, kairos_poll, naive_stpe, asio, asio_inline, java, kernel };
 
 struct SystemSpec {
   Kind kind;
