@@ -1,5 +1,7 @@
 // gate_cli_test.cpp: the kairos-gate program: exit codes of the three verdicts (and of bad input),
-// --inconclusive-exit, limits without a unit refused, the verdict kept when --markdown fails.
+// --inconclusive-exit, limits without a unit refused, the verdict kept when --markdown fails; A/B
+// mode with shell commands that print synthetic runs (no timing): ABBA order, the three verdicts,
+// a failing command, --record then --ab.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -100,6 +103,79 @@ TEST(GateCli, GoogleBenchmarkBaselineForAUserWorkload) {
   const Result r = gate("-b " + base + " -c " + slow + " -t real_time=10% --markdown " + write("md", ""));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("BM_order_send"), std::string::npos) << r.out;
+}
+
+// A command for A/B mode: appends "<side><round>" to `log`, then prints one W3 run whose p50 is
+// the round's entry of `p50s` (round 1 the first).
+std::string ab_cmd(const std::string& log, const std::vector<int>& p50s) {
+  std::string list;
+  for (int v : p50s) list += std::to_string(v) + " ";
+  return "'echo $KAIROS_GATE_SIDE$KAIROS_GATE_ROUND >> " + log + "; set -- " + list +
+         "; shift $((KAIROS_GATE_ROUND - 1)); echo {\\\"workload\\\":\\\"W3\\\",\\\"system\\\":\\\"mine\\\",\\\"p50_ns\\\":$1}'";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::string s, line;
+  while (std::getline(in, line)) s += line + " ";
+  return s;
+}
+
+TEST(GateCliAb, RunsBothCommandsAlternatelyAbbaAndJudgesThePairs) {
+  const std::string log = write("ab-order.log", "");
+  // The machine's state moves both sides alike from round to round; the candidate is 30% slower.
+  const std::vector<int> base = {400, 800, 410, 1200, 390, 820}, slow = {520, 1040, 533, 1560, 507, 1066};
+  Result r = gate("--baseline-cmd " + ab_cmd(log, base) + " --candidate-cmd " + ab_cmd(log, slow) +
+                  " --rounds 6 -t p50=10%");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("verdict: REGRESSION"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("round 2 of 6 (candidate first"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(log), "baseline1 candidate1 candidate2 baseline2 baseline3 candidate3 "
+                        "candidate4 baseline4 baseline5 candidate5 candidate6 baseline6 ");
+  // The same build on both sides: a pass, though the state moved 3x.
+  r = gate("--baseline-cmd " + ab_cmd(log, base) + " --candidate-cmd " + ab_cmd(log, base) + " --rounds 6 -t p50=10%");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("verdict: PASS"), std::string::npos) << r.out;
+}
+
+TEST(GateCliAb, TooNoisyIsInconclusiveWithItsOwnExitCode) {
+  const std::string log = write("ab-noisy.log", "");
+  const std::vector<int> base = {400, 400, 400, 400, 400, 400}, noisy = {360, 520, 410, 500, 380, 470};
+  const std::string cmds = "--baseline-cmd " + ab_cmd(log, base) + " --candidate-cmd " + ab_cmd(log, noisy) +
+                           " --rounds 6 -t p50=10%";
+  Result r = gate(cmds);
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("verdict: INCONCLUSIVE"), std::string::npos) << r.out;
+  EXPECT_EQ(gate(cmds + " --inconclusive-exit 0").code, 0);
+}
+
+TEST(GateCliAb, RecordIsJudgedAgainWithAb) {
+  const std::string log = write("ab-record.log", ""), rec = write("ab-record.jsonl", "");
+  const std::vector<int> base = {400, 800, 410, 1200, 390, 820}, slow = {520, 1040, 533, 1560, 507, 1066};
+  Result r = gate("--baseline-cmd " + ab_cmd(log, base) + " --candidate-cmd " + ab_cmd(log, slow) +
+                  " --rounds 6 -t p50=10% --record " + rec);
+  EXPECT_EQ(r.code, 1) << r.out;
+  r = gate("--ab " + rec + " -t p50=10%");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("1.3x [1.3x .. 1.3x]"), std::string::npos) << r.out;
+  EXPECT_EQ(gate("--ab " + rec + " --max-ratio p50=1.5x").code, 0);
+  // A plain kairos-lat file is not an A/B record.
+  const double good[] = {0.4, 0.5, 0.45, 0.42, 0.48};
+  EXPECT_EQ(gate("--ab " + write("plain.jsonl", runs(good)) + " -t p99=10%").code, 2);
+}
+
+TEST(GateCliAb, AFailingCommandIsBadInputWithItsStderr) {
+  const std::string log = write("ab-fail.log", "");
+  const std::vector<int> base = {400, 400, 400, 400, 400};
+  Result r = gate("--baseline-cmd " + ab_cmd(log, base) +
+                  " --candidate-cmd 'echo the candidate crashed >&2; exit 7' --rounds 5 -t p50=10%");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("candidate command failed in round 1 (exit 7)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the candidate crashed"), std::string::npos) << r.out;
+  // Usage errors: one command only, no limit, A/B mixed with --current.
+  EXPECT_EQ(gate("--baseline-cmd true -t p50=10%").code, 2);
+  EXPECT_EQ(gate("--baseline-cmd true --candidate-cmd true").code, 2);
+  EXPECT_EQ(gate("--baseline-cmd true --candidate-cmd true -t p50=10% -c x.jsonl").code, 2);
 }
 
 }  // namespace

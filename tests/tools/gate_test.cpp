@@ -1,5 +1,7 @@
 // gate_test.cpp: kairos-gate's logic: every input format, limits with units, paired ratios
-// against unpaired medians, a 20% shift, the three verdicts, early fires, machine mismatch.
+// against unpaired medians, a 20% shift, the three verdicts, early fires, machine mismatch, and
+// A/B mode (two builds run alternately): ABBA order, tagging and pairing of rounds, verdicts
+// decided only with confidence, the record's round trip.
 #include "gate.hpp"
 
 #include <kairos/hdr_codec.hpp>
@@ -7,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -299,6 +302,205 @@ TEST(GateOutput, UnitsAndSpreadEverywhere) {
   EXPECT_NE(table.find("102 ns (100 ns .. 104 ns, n=5)"), std::string::npos) << table;
   EXPECT_NE(table.find("1 us (1 us .. 1 us, n=5)"), std::string::npos) << table;
   EXPECT_NE(table.find("verdict: PASS"), std::string::npos) << table;
+}
+
+// ---- A/B mode --------------------------------------------------------------------------------
+
+// One run as a command prints it: kairos-lat's form, repeat 1 as every single-run invocation.
+gate::Run one_run(const std::string& system, double p50, const std::string& extra = "") {
+  auto runs = gate::parse_runs(record("W3", system, 1, p50, 1, extra), "cmd");
+  return runs.front();
+}
+
+// An A/B record of len(base) rounds: round k's baseline p50 base[k], candidate cand[k].
+std::vector<gate::Run> ab_record(const std::vector<double>& base, const std::vector<double>& cand) {
+  gate::AbRecord rec;
+  for (std::size_t k = 0; k < base.size(); ++k) rec.add_round({one_run("kairos", base[k])}, {one_run("kairos", cand[k])});
+  return rec.runs();
+}
+
+gate::GateOptions ab_options(const char* tolerance = "10%") {
+  gate::GateOptions o;
+  o.tolerances["p50"] = gate::parse_limit(tolerance);
+  return o;
+}
+
+// The machine's state moves a run's p50 by up to 2x from round to round (docs/latency-tools.md:
+// W3 p50 from ~490 ns to ~1.16 us within a minute); both runs of a round see the same state.
+const std::vector<double> kState = {1.0, 1.0, 2.3, 2.4, 0.9, 1.1, 2.2, 1.0, 1.05, 2.35};
+const std::vector<double> kJitter = {1.00, 1.03, 0.98, 1.02, 0.97, 1.01, 1.04, 0.99, 0.96, 1.02};
+
+TEST(GateAb, AbbaOrder) {
+  const std::vector<bool> want = {true, false, true, false, true, false};
+  for (unsigned r = 0; r < want.size(); ++r) EXPECT_EQ(gate::baseline_first(r), want[r]) << "round " << r;
+}
+
+TEST(GateAb, RoundsAreTaggedAndPairedByRound) {
+  gate::AbRecord rec;
+  rec.add_round({one_run("kairos", 100), one_run("peer", 900)}, {one_run("kairos", 120), one_run("peer", 910)});
+  rec.add_round({one_run("kairos", 200), one_run("peer", 800)}, {one_run("kairos", 240), one_run("peer", 820)});
+  EXPECT_EQ(rec.rounds(), 2u);
+  ASSERT_EQ(rec.runs().size(), 8u);
+  // Each side's runs of a group are numbered over the rounds; both runs of a round share it.
+  std::map<std::string, std::vector<std::int64_t>> repeats;
+  for (const gate::Run& r : rec.runs())
+    repeats[r.config.at(gate::kBuildKey).get<std::string>() + " " + r.system].push_back(*r.repeat);
+  const std::vector<std::int64_t> rounds = {0, 1};
+  EXPECT_EQ(repeats["baseline kairos"], rounds);
+  EXPECT_EQ(repeats["candidate kairos"], rounds);
+  EXPECT_EQ(repeats["baseline peer"], rounds);
+  EXPECT_EQ(repeats["candidate peer"], rounds);
+  gate::GateOptions o = ab_options();
+  o.min_runs = 2;
+  const gate::Comparison c = gate::compare_ab(rec.runs(), o);
+  ASSERT_EQ(c.rows.size(), 2u);  // kairos and peer, each judged against its own baseline runs
+  for (const gate::Row& row : c.rows) {
+    if (row.group.find("kairos") != std::string::npos) {
+      EXPECT_DOUBLE_EQ(row.statistic, 1.2);  // 120/100 and 240/200, not 240/100
+      EXPECT_EQ(row.verdict, Verdict::regression);
+    } else {
+      EXPECT_NEAR(row.statistic, (910.0 / 900 + 820.0 / 800) / 2, 1e-12);
+      EXPECT_EQ(row.verdict, Verdict::pass);
+    }
+  }
+}
+
+TEST(GateAb, RoundsThatCannotBePairedAreBadInput) {
+  gate::AbRecord rec;
+  EXPECT_THROW(rec.add_round({}, {one_run("kairos", 1)}), gate::BadInput);
+  EXPECT_THROW(rec.add_round({one_run("kairos", 1)}, {}), gate::BadInput);
+  EXPECT_THROW(rec.add_round({one_run("kairos", 1)}, {one_run("other", 1)}), gate::BadInput);
+  EXPECT_THROW(rec.add_round({one_run("kairos", 1)}, {one_run("kairos", 1), one_run("kairos", 2)}), gate::BadInput);
+  gate::Run tagged = one_run("kairos", 1);
+  tagged.config[gate::kBuildKey] = "baseline";
+  EXPECT_THROW(rec.add_round({tagged}, {one_run("kairos", 1)}), gate::BadInput);
+  EXPECT_EQ(rec.rounds(), 0u);
+  EXPECT_TRUE(rec.runs().empty());
+}
+
+TEST(GateAb, UnmodifiedBuildPassesWhileTheMachineMovesTwofold) {
+  std::vector<double> base, cand;
+  for (std::size_t k = 0; k < kState.size(); ++k) {
+    base.push_back(480 * kState[k]);
+    cand.push_back(480 * kState[k] * kJitter[k]);
+  }
+  // Unpaired, the two sides' medians differ by the machine's state alone; paired, they agree.
+  const gate::Comparison c = gate::compare_ab(ab_record(base, cand), ab_options());
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_NEAR(c.rows[0].statistic, 1.005, 0.01);
+  EXPECT_LE(c.rows[0].ci_high, 1.1);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::pass);
+  EXPECT_EQ(gate::overall({c}), Verdict::pass);
+}
+
+TEST(GateAb, TwentyPercentSlowerBuildIsARegressionWhileTheMachineMoves) {
+  std::vector<double> base, cand;
+  for (std::size_t k = 0; k < kState.size(); ++k) {
+    base.push_back(480 * kState[k]);
+    cand.push_back(1.2 * 480 * kState[k] * kJitter[k]);
+  }
+  // One round whose candidate ran while the machine moved (the ratio of that pair is 0.5).
+  cand[4] = base[4] * 0.5;
+  const gate::Comparison c = gate::compare_ab(ab_record(base, cand), ab_options());
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_NEAR(c.rows[0].statistic, 1.2, 0.03);
+  EXPECT_GT(c.rows[0].ci_low, 1.1);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::regression);
+}
+
+TEST(GateAb, PassAndRegressionNeedTheWholeInterval) {
+  // Median 1.05x, within +10%, but the ratios spread from 0.9x to 1.3x: the interval reaches
+  // beyond the limit, so this is not a pass (reference mode would pass on the median alone).
+  const std::vector<double> wide = {0.9, 1.3, 1.02, 1.25, 0.95, 1.08, 1.22, 0.92, 1.04, 1.06};
+  std::vector<double> base(wide.size(), 500), cand;
+  for (double r : wide) cand.push_back(500 * r);
+  gate::Comparison c = gate::compare_ab(ab_record(base, cand), ab_options());
+  EXPECT_LE(c.rows[0].statistic, 1.1);
+  EXPECT_GT(c.rows[0].ci_high, 1.1);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::inconclusive);
+  EXPECT_EQ(gate::overall({c}), Verdict::inconclusive);
+  // Median 1.2x beyond the limit, but the interval reaches below it: not a regression either.
+  for (double& x : cand) x *= 1.14;
+  c = gate::compare_ab(ab_record(base, cand), ab_options());
+  EXPECT_GT(c.rows[0].statistic, 1.1);
+  EXPECT_LT(c.rows[0].ci_low, 1.1);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::inconclusive);
+}
+
+TEST(GateAb, FewerPairsThanMinRunsIsInconclusive) {
+  const std::vector<double> base = {500, 500, 500}, cand = {700, 700, 700};
+  const gate::Comparison c = gate::compare_ab(ab_record(base, cand), ab_options());
+  EXPECT_EQ(c.rows[0].verdict, Verdict::inconclusive);  // 3 pairs < --min-runs 5, however clear
+  gate::GateOptions o = ab_options();
+  o.min_runs = 3;
+  EXPECT_EQ(gate::overall({gate::compare_ab(ab_record(base, cand), o)}), Verdict::regression);
+}
+
+TEST(GateAb, RecordRoundTripsThroughJsonLines) {
+  std::vector<double> base, cand;
+  for (std::size_t k = 0; k < kState.size(); ++k) {
+    base.push_back(480 * kState[k]);
+    cand.push_back(1.2 * 480 * kState[k] * kJitter[k]);
+  }
+  const std::vector<gate::Run> runs = ab_record(base, cand);
+  std::string text;
+  for (const gate::Run& r : runs) text += gate::run_to_json(r).dump() + "\n";
+  const std::vector<gate::Run> back = gate::parse_runs(text, "record.jsonl");
+  ASSERT_EQ(back.size(), runs.size());
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    EXPECT_EQ(back[k].config, runs[k].config);
+    EXPECT_EQ(back[k].repeat, runs[k].repeat);
+    EXPECT_EQ(back[k].figures, runs[k].figures);
+  }
+  const gate::Comparison a = gate::compare_ab(runs, ab_options()), b = gate::compare_ab(back, ab_options());
+  EXPECT_DOUBLE_EQ(a.rows[0].statistic, b.rows[0].statistic);
+  EXPECT_EQ(a.rows[0].verdict, b.rows[0].verdict);
+}
+
+TEST(GateAb, RatesAndRatioLimits) {
+  // A rate 20% lower is worse: --tolerance 10% means candidate >= baseline / 1.1.
+  gate::AbRecord rec;
+  for (int k = 0; k < 6; ++k)
+    rec.add_round({one_run("kairos", 500, R"(,"submissions_per_s":1000000)")},
+                  {one_run("kairos", 500, R"(,"submissions_per_s":800000)")});
+  gate::GateOptions o;
+  o.tolerances["submissions_per_s"] = gate::parse_limit("10%");
+  EXPECT_EQ(gate::overall({gate::compare_ab(rec.runs(), o)}), Verdict::regression);
+  o.tolerances.clear();
+  o.min_ratios["submissions_per_s"] = gate::parse_limit("0.75x");
+  EXPECT_EQ(gate::overall({gate::compare_ab(rec.runs(), o)}), Verdict::pass);
+  o.min_ratios.clear();
+  o.max_ratios["p50"] = gate::parse_limit("1.01x");
+  EXPECT_EQ(gate::overall({gate::compare_ab(rec.runs(), o)}), Verdict::pass);  // p50 ratio exactly 1
+}
+
+TEST(GateAb, EarlyFiresOfTheCandidateAreARegression) {
+  gate::AbRecord rec;
+  for (int k = 0; k < 6; ++k)
+    rec.add_round({one_run("kairos", 500, R"(,"early_fires":0)")}, {one_run("kairos", 500, R"(,"early_fires":1)")});
+  EXPECT_EQ(gate::overall({gate::compare_ab(rec.runs(), ab_options())}), Verdict::regression);
+  gate::GateOptions o = ab_options();
+  o.allow_early_fires = true;
+  EXPECT_EQ(gate::overall({gate::compare_ab(rec.runs(), o)}), Verdict::pass);
+}
+
+TEST(GateAb, WhatCannotBeJudgedIsBadInput) {
+  const std::vector<gate::Run> runs = ab_record({500, 500, 500, 500, 500}, {500, 500, 500, 500, 500});
+  EXPECT_THROW(gate::compare_ab(runs, gate::GateOptions{}), gate::BadInput);  // no limit
+  EXPECT_THROW(gate::compare_ab(runs, ab_options("20ns")), gate::BadInput);   // not a ratio or %
+  gate::GateOptions all;
+  all.tolerances["all"] = gate::parse_limit("10%");
+  EXPECT_THROW(gate::compare_ab(runs, all), gate::BadInput);
+  gate::GateOptions missing;
+  missing.max_ratios["p77"] = gate::parse_limit("1.1x");
+  EXPECT_THROW(gate::compare_ab(runs, missing), gate::BadInput);  // no run has p77
+  // Runs without a side (a plain kairos-lat file) are not an A/B record.
+  EXPECT_THROW(gate::compare_ab(gate::parse_runs(record("W3", "kairos", 1, 500, 1), "t"), ab_options()), gate::BadInput);
+  // Candidate runs without baseline runs of the same group.
+  std::vector<gate::Run> only_candidate;
+  for (const gate::Run& r : runs)
+    if (r.config.at(gate::kBuildKey) == "candidate") only_candidate.push_back(r);
+  EXPECT_THROW(gate::compare_ab(only_candidate, ab_options()), gate::BadInput);
 }
 
 }  // namespace
