@@ -7,6 +7,7 @@
 #include <concepts>
 #include <exception>
 #include <future>
+#include <optional>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -42,7 +43,7 @@ inline kairos::Options options_with_every_field() {
   kairos::Rejection r = o.rejection;
   std::size_t capacity = o.capacity;
   bool flags = o.remove_on_cancel || o.execute_existing_delayed_tasks_after_shutdown ||
-               o.continue_existing_periodic_tasks_after_shutdown || o.record_lateness;
+               o.continue_existing_periodic_tasks_after_shutdown || o.record_lateness || o.poll_mode;
   std::function<void(std::exception_ptr)> handler = o.on_uncaught;
   std::string name = o.name;
   (void)shards, (void)threads, (void)cpus, (void)w, (void)r, (void)capacity, (void)flags, (void)handler, (void)name;
@@ -114,10 +115,22 @@ void lifecycle(kairos::BasicScheduler<Clock>& s) {
   (void)n, (void)idle, (void)counts, (void)now, (void)done, (void)states;
 }
 
+// Poll mode (docs/poll-mode.md): the owner's loop runs the due tasks, on both clocks.
+template <class Clock>
+void poll_loop(kairos::BasicScheduler<Clock>& s) {
+  std::size_t ran = s.poll(s.now(), 64) + s.poll(s.now()) + s.poll();
+  std::optional<typename Clock::time_point> next = s.next_deadline();
+  (void)ran, (void)next;
+}
+
 inline void steady_scheduler() {
   kairos::Scheduler s{options_with_every_field()};
   submissions(s, kairos::SteadyClock::now() + 1ms);
   lifecycle(s);
+  kairos::Options inline_loop;
+  inline_loop.poll_mode = true;
+  kairos::Scheduler polled{inline_loop};
+  poll_loop(polled);
 }
 
 inline void manual_scheduler() {
@@ -128,6 +141,10 @@ inline void manual_scheduler() {
   clock.advance(5ms);
   clock.advance(std::chrono::seconds(1));
   lifecycle(s);
+  kairos::Options inline_loop;
+  inline_loop.poll_mode = true;
+  kairos::BasicScheduler<kairos::ManualClock> polled{inline_loop, clock};
+  poll_loop(polled);
 }
 
 // Latency tools.
