@@ -9,6 +9,8 @@
 // scheduler must terminate, and the ledger must balance (ledger.hpp).
 // ManualClock storms do the same on a ManualClock that a thread moves in small steps: its
 // leaders sleep with no timeout, so a lost wake-up leaves the storm unable to terminate.
+// Poll-mode storms do the same with no scheduler thread: a loop thread of the storm polls, and
+// destroys the scheduler itself when the storm ends that way.
 // Each storm draws its configuration (1..4 shards x 1..3 threads, wait policy, rejection
 // policy, capacity, pinning, policies) from its seed; a failure prints the seed, and
 // KAIROS_STRESS_SEED=<seed> replays the storm's configuration and random decisions (the
@@ -65,6 +67,7 @@ struct StormConfig {
   bool continue_periodic = false;
   bool flip_after_shutdown = true;  // false: strict accounting, policies fixed at shutdown
   bool far_future = false;          // some tasks due in an hour (cancelled at the end)
+  bool poll = false;                // poll mode: a loop thread of the storm runs the tasks
   Ending ending = Ending::shutdown;
 
   std::string str() const {
@@ -78,12 +81,12 @@ struct StormConfig {
       << (pin ? ", pinned" : "") << ", remove_on_cancel=" << remove_on_cancel
       << ", execute_delayed=" << execute_delayed << ", continue_periodic=" << continue_periodic
       << ", flips=" << flip_after_shutdown << ", far_future=" << far_future
-      << ", ending=" << ends[static_cast<int>(ending)];
+      << ", ending=" << ends[static_cast<int>(ending)] << (poll ? ", poll mode" : "");
     return o.str();
   }
 };
 
-enum class Flavor { mixed, strict, shutdown_now, capacity, manual };
+enum class Flavor { mixed, strict, shutdown_now, capacity, manual, poll };
 
 StormConfig draw_config(Rng& r, Flavor flavor) {
   StormConfig c;
@@ -116,6 +119,11 @@ StormConfig draw_config(Rng& r, Flavor flavor) {
       break;
     case Flavor::capacity: c.capacity = 4 + r.below(60); break;
     case Flavor::manual: break;  // a ManualClock that a thread of the test moves
+    case Flavor::poll:           // no scheduler thread: the storm's loop thread polls
+      c.poll = true;
+      c.threads = 1;
+      c.pin = false;
+      break;
   }
   return c;
 }
@@ -155,6 +163,7 @@ class Storm {
     o.continue_existing_periodic_tasks_after_shutdown = config_.continue_periodic;
     o.on_uncaught = [this](std::exception_ptr) { uncaught_.fetch_add(1); };
     o.name = "storm";
+    o.poll_mode = config_.poll;
     allow_.evictions = config_.capacity != 0 && config_.rejection == kairos::Rejection::discard_oldest;
     std::vector<std::string> problems;
     {
@@ -169,10 +178,14 @@ class Storm {
       std::thread controller([this] { control(seed_ * 17 + 5); });
       std::thread mover;
       if constexpr (kManual) mover = std::thread([this] { move_clock(seed_ * 13 + 3); });
+      std::thread loop;
+      if (config_.poll) loop = std::thread([this] { poll_loop(); });
       controller.join();
       for (std::thread& t : producers) t.join();
-      if (config_.ending == Ending::destroy) destroy();
+      if (config_.ending == Ending::destroy) destroy(loop);
       else finish(problems);
+      stop_loop_.store(true);
+      if (loop.joinable()) loop.join();
       stop_clock_.store(true);
       if (mover.joinable()) mover.join();
       Allowances allow = allow_;
@@ -465,13 +478,31 @@ class Storm {
     stop_producers_.store(true);
   }
 
+  // Poll mode: the owner's loop, on a thread of its own (a scheduler thread for the ledger):
+  // polls until the storm ends, or destroys the scheduler itself when asked (destroy()).
+  void poll_loop() {
+    while (!stop_loop_.load()) {
+      if (destroy_in_loop_.load()) {
+        sched_.reset();
+        return;
+      }
+      if (raw_->poll() == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
   // The destructor with tasks pending and running: the pending ones are dropped (cancelled),
-  // the running ones finish; afterwards nothing runs, every future is done.
-  void destroy() {
+  // the running ones finish; afterwards nothing runs, every future is done. Poll mode: the
+  // loop's own thread destroys it, between two polls.
+  void destroy(std::thread& loop) {
     OutsideScheduler outside;
     allow_.dropped_tasks = static_cast<std::size_t>(-1) / 2;
     allow_.periodic_cancelled_by_policy = true;
-    sched_.reset();
+    if (loop.joinable()) {
+      destroy_in_loop_.store(true);
+      loop.join();
+    } else {
+      sched_.reset();
+    }
     ledger_.stop_all();
   }
 
@@ -523,6 +554,8 @@ class Storm {
   Sched* raw_ = nullptr;  // stays valid while the destructor runs (tasks may still call it)
   std::int64_t start_ns_ = 0;
   std::atomic<bool> stop_producers_{false};
+  std::atomic<bool> stop_loop_{false};
+  std::atomic<bool> destroy_in_loop_{false};
   std::atomic<int> live_periodic_{0};
   std::atomic<std::int64_t> uncaught_{0};
   bool continue_ = false, delayed_ = true, shut_down_ = false;  // controller thread only
@@ -567,6 +600,7 @@ TEST(Stress, StrictStormsRunEveryAcceptedOneShot) { run_storms(Flavor::strict, "
 TEST(Stress, ShutdownNowStormsLoseNothing) { run_storms(Flavor::shutdown_now, "shutdown_now"); }
 TEST(Stress, CapacityStormsUnderEveryRejectionPolicy) { run_storms(Flavor::capacity, "capacity"); }
 TEST(Stress, ManualClockStormsLoseNoWakeUp) { run_storms<kairos::ManualClock>(Flavor::manual, "manual"); }
+TEST(Stress, PollModeStormsBalanceTheLedger) { run_storms(Flavor::poll, "poll"); }
 
 // Happens-before FIFO: thread A submits at deadline D, then signals B; B submits at the same D.
 // Within a shard (one shard here), A's task must start first, every time.
