@@ -8,7 +8,7 @@
 # 2. Against a baseline build (when KAIROS_GATE_BASELINE names a build directory or a git
 #    revision, e.g. origin/main; ~20 s plus, for a revision, a kairos-lat build of a few minutes):
 #    tools/gate-ab.sh runs the baseline's and this build's kairos-lat alternately (ABBA), 10
-#    rounds of W3 --quick on kairos-hybrid, and fails when this build's p50 is surely more than
+#    rounds of W3 --quick --pin on kairos-hybrid, and fails when this build's p50 is surely more than
 #    10% worse (the 95% interval of the median paired ratio wholly above 1.10x).
 # An inconclusive verdict (too noisy to tell) exits 0 here with the verdict printed
 # (KAIROS_GATE_INCONCLUSIVE_EXIT to change); a regression exits 1, bad input 2. Both gates run

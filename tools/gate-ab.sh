@@ -12,7 +12,8 @@
 #   build/gate-ab/<commit>. kairos-gate comes from CANDIDATE (else BASELINE, else KAIROS_GATE_EXE).
 #   Options after the two are passed to kairos-gate (e.g. --inconclusive-exit 0, --markdown F).
 # Environment:
-#   KAIROS_GATE_AB_LAT     kairos-lat arguments    (default: -w W3 -s kairos-hybrid --quick --no-java)
+#   KAIROS_GATE_AB_LAT     kairos-lat arguments    (default: -w W3 -s kairos-hybrid --quick --no-java --pin;
+#                          pinned, W3's p50 spreads ~1% from run to run on a quiet 2-core VM, unpinned ~5-50%)
 #   KAIROS_GATE_AB_ROUNDS  rounds, one pair each   (default: 10; about 2 s per round for the default)
 #   KAIROS_GATE_AB_LIMIT   the judged figure       (default: p50=10%: the median paired ratio's 95%
 #                          interval must lie wholly below 1.10x to pass, wholly above to fail)
@@ -21,7 +22,7 @@
 # inconclusive 3 (or --inconclusive-exit).
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,7 +65,7 @@ if [ -z "$gate" ]; then
   echo "gate-ab: no kairos-gate in $cand_dir or $base_dir (build it, or set KAIROS_GATE_EXE)" >&2
   exit 2
 fi
-lat_args=${KAIROS_GATE_AB_LAT:--w W3 -s kairos-hybrid --quick --no-java}
+lat_args=${KAIROS_GATE_AB_LAT:--w W3 -s kairos-hybrid --quick --no-java --pin}
 rounds=${KAIROS_GATE_AB_ROUNDS:-10}
 limit=${KAIROS_GATE_AB_LIMIT:-p50=10%}
 record=()
