@@ -90,7 +90,14 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
 // checked when it starts (try_start).
 void Shard::refile(TaskBase* t) {
   if (t->heap_index == kNotInHeap || t->heap_index == kInFifo) return;
-  if (!lock_pending(t)) return;  // (L1) started, cancelled (stays until its deadline) or taken
+  if (!lock_pending(t)) {  // (L1) started, taken, or cancelled: retained, it leaves at its newest
+    if (retained_after_rearm(t)) {  // deadline, here the earlier one
+      queue_.erase(t);
+      static_cast<RearmBase*>(t)->adopt_latest();
+      queue_.push(t, engine_.now_ns());
+    }
+    return;
+  }
   auto* r = static_cast<RearmBase*>(t);
   if (r->rearmed()) {
     queue_.erase(t);  // a heap task (checked above): its key changes only while it is out
@@ -113,6 +120,40 @@ Shard::Start Shard::try_start(TaskBase* t) noexcept {
   }
   unlock_pending(t, kRunning);  // (L2)
   return Start::started;
+}
+
+// A cancelled task retained in the queue (remove-on-cancel was off when it was cancelled) stays
+// counted until its deadline: for a task re-armed before the cancel, the newest one. True if t is
+// such a task and is filed at an older key (mu_ held). Its keys no longer change: re-arm needs a
+// pending task, and the cancel (C1) that made it kCancelled came after the last re-arm let go;
+// the acquire load below (after the pin, P2) sees that re-arm's keys.
+bool Shard::retained_after_rearm(TaskBase* t) noexcept {
+  if (!(t->flags & kRearmable)) return false;
+  wait_unpinned(t);  // (P2) kRemoved, if the cancel asks for removal, is set once the pin is clear
+  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  return (s & kStateMask) == kCancelled && !(s & kRemoved) && static_cast<RearmBase*>(t)->rearmed();
+}
+
+// The head of the timer queue at its newest key (mu_ held): a head re-armed since it was filed
+// goes back in line first, so that discard_oldest cancels the task that is earliest now.
+TaskBase* Shard::settled_head(std::int64_t now) {
+  while (!queue_.empty()) {
+    TaskBase* t = queue_.top();
+    if (!(t->flags & kRearmable)) return t;
+    auto* r = static_cast<RearmBase*>(t);
+    bool moved = false;
+    if (lock_pending(t)) {  // (L1)
+      moved = r->rearmed();
+      if (moved) queue_.pop(), r->adopt_latest();  // its key changes only while it is out
+      unlock_pending(t);  // (L2)
+    } else if (retained_after_rearm(t)) {
+      moved = true;
+      queue_.pop(), r->adopt_latest();
+    }
+    if (!moved) return t;
+    queue_.push(t, now);
+  }
+  return nullptr;
 }
 
 // pop_due's check of a re-armable task (mu_ held): true if it was re-armed since it was filed;
@@ -274,7 +315,12 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch, std::size_t max) {
     if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
     queue_.pop();
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
-      drop_cancelled(t);
+      if (retained_after_rearm(t)) {  // re-armed to a later deadline, then cancelled: retained
+        static_cast<RearmBase*>(t)->adopt_latest();  // until that deadline
+        queue_.push(t, now);
+      } else {
+        drop_cancelled(t);
+      }
       continue;
     }
     if (refiled_at_pop(t, now)) continue;  // re-armed: back in line at its new key
@@ -537,8 +583,9 @@ bool Shard::make_room() {
   drain_all();
   wait_.kick();  // what was drained here may be earlier than the deadline the leader waits for
   bool made = false;
+  const std::int64_t now = engine_.now_ns();
   while (!made) {
-    TaskBase* oldest = queue_.empty() ? nullptr : queue_.top();
+    TaskBase* oldest = settled_head(now);
     bool in_batch = false;
     for (auto& staged : staged_)
       for (TaskBase* t : staged)

@@ -143,6 +143,8 @@ class Shard {
   void refile(TaskBase* t);
   Start try_start(TaskBase* t) noexcept;
   bool refiled_at_pop(TaskBase* t, std::int64_t now);
+  bool retained_after_rearm(TaskBase* t) noexcept;
+  TaskBase* settled_head(std::int64_t now);
   bool start_stoppable(TaskBase* t, std::int64_t now);
   void run_task(Slot& slot);
   void finish_run(TaskBase* t, bool ok);

@@ -7,7 +7,7 @@
 // others stay idle: they must not disturb waiting, termination or shutdown_now().
 // After every operation the driver calls wait_idle() (so every operation is complete before the
 // next one) and compares: which tasks ran, in what order, at which virtual time (each body reads
-// clock.now()); what each submission and cancel() returned; queue_size(); every future's
+// clock.now()); what each submission, cancel() and rearm() returned; queue_size(); every future's
 // is_done()/is_cancelled(), get() (the value, or the exception of the planned failure) and
 // delay() of pending tasks; the tasks shutdown_now() returned; on_uncaught calls; is_shutdown()
 // and termination.
@@ -66,6 +66,8 @@ inline std::string op_str(const Op& op) {
     case Code::wait_idle: return "op::wait_idle()";
     case Code::shutdown: return "op::shutdown()";
     case Code::shutdown_now: return "op::shutdown_now(" + std::to_string(op.a) + ")";
+    case Code::schedule_rearmable: return "op::schedule_rearmable(" + dur(op.a) + t + ")";
+    case Code::rearm: return "op::rearm(" + std::to_string(op.a) + ", " + dur(op.b) + ")";
   }
   return "?";
 }
@@ -86,6 +88,8 @@ inline Op advance(i64 d) { return {Code::advance, d, 0, -1, false}; }
 inline Op wait_idle() { return {Code::wait_idle, 0, 0, -1, false}; }
 inline Op shutdown() { return {Code::shutdown, 0, 0, -1, false}; }
 inline Op shutdown_now(i64 run_mask) { return {Code::shutdown_now, run_mask, 0, -1, false}; }
+inline Op schedule_rearmable(i64 delay, int throw_on = -1) { return {Code::schedule_rearmable, delay, 0, throw_on, false}; }
+inline Op rearm(i64 index, i64 delay) { return {Code::rearm, index, delay, -1, false}; }
 }  // namespace op
 
 inline std::string config_str(const Config& c) {
@@ -177,6 +181,9 @@ class Driver {
         auto per = [this, id] { body(id); };
         switch (op.code) {
           case Code::schedule: h.one_shot = sched_->schedule(one, std::chrono::nanoseconds(op.a)); break;
+          case Code::schedule_rearmable:
+            h.one_shot = sched_->schedule_rearmable(one, std::chrono::nanoseconds(op.a));
+            break;
           case Code::schedule_at:
             h.one_shot = sched_->schedule_at(one, Clock::time_point(std::chrono::nanoseconds(sat_add(now, op.a))));
             break;
@@ -212,6 +219,17 @@ class Driver {
         if (r != ex.cancel_result)
           return "cancel() of task " + std::to_string(target) + " returned " + (r ? "true" : "false") +
                  ", the model says " + (ex.cancel_result ? "true" : "false");
+        return {};
+      }
+      case Code::rearm: {
+        int target = model_.cancel_target(op);
+        if (target < 0) return {};
+        Handle& h = handles_[static_cast<std::size_t>(target)];
+        std::chrono::nanoseconds delay(op.b);
+        bool r = h.is_periodic ? h.periodic.rearm(delay) : h.one_shot.rearm(delay);
+        if (r != ex.rearm_result)
+          return "rearm() of task " + std::to_string(target) + " returned " + (r ? "true" : "false") +
+                 ", the model says " + (ex.rearm_result ? "true" : "false");
         return {};
       }
       case Code::set_remove_on_cancel: sched_->set_remove_on_cancel(op.flag); return {};
@@ -365,8 +383,8 @@ inline std::vector<std::uint8_t> random_bytes(std::mt19937_64& rng, std::size_t 
   b.push_back(config);
   b.push_back(rng() % 5 == 0 ? static_cast<std::uint8_t>(200 + rng() % 8) : 0);
   // Opcode bytes (see enc::kOpcodes) and their weights.
-  static constexpr std::uint8_t kCodes[] = {0, 2, 3, 4, 5, 6, 7, 9, 12, 13, 14, 15};
-  static constexpr unsigned kWeights[] = {18, 7, 4, 4, 7, 7, 14, 24, 7, 2, 1, 1};
+  static constexpr std::uint8_t kCodes[] = {0, 2, 3, 4, 5, 6, 7, 9, 12, 13, 14, 15, 16, 17};
+  static constexpr unsigned kWeights[] = {18, 7, 4, 4, 7, 7, 14, 24, 7, 2, 1, 1, 8, 12};
   unsigned total = 0;
   for (unsigned w : kWeights) total += w;
   std::size_t n = 1 + rng() % max_ops;

@@ -31,6 +31,11 @@
 //     through Task::run excepted: its future holds the exception); a failed one-shot task with a
 //     future does not.
 //   - terminated once shut down with an empty queue.
+//   - rearm(delay) of a task made by schedule_rearmable that is still pending (queued, not
+//     cancelled, not started) moves its deadline to now + delay (the same arithmetic as a
+//     schedule) and gives it a new seq, as a submission would take at that moment: among equal
+//     deadlines it starts in re-arm order. It returns true then, and false for every other task
+//     (not re-armable, started, completed, cancelled, returned). queue_size() does not change.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -70,6 +75,8 @@ enum class Code : std::uint8_t {
   wait_idle,
   shutdown,
   shutdown_now,          // a: bit (i % 8) set: run the i-th returned task, else drop it
+  schedule_rearmable,    // a: delay (ns)
+  rearm,                 // a: index of the task (modulo the tasks so far), b: delay (ns)
 };
 
 struct Op {
@@ -98,23 +105,25 @@ struct Sequence {
 };
 
 inline bool is_submission(Code c) {
-  return c == Code::schedule || c == Code::schedule_at || c == Code::submit || c == Code::execute ||
+  return c == Code::schedule || c == Code::schedule_at || c == Code::schedule_rearmable || c == Code::submit || c == Code::execute ||
          c == Code::fixed_rate || c == Code::fixed_delay;
 }
 
 // ---- byte encoding ----------------------------------------------------------------------------
 // byte 0: config bits (0 remove_on_cancel, 1 !execute_delayed, 2 continue_periodic,
 //         3-4 rejection, 5-6 wait: 0-1 sleep, 2 hybrid, 3 spin, 7 three shards); byte 1:
-//         capacity (< 200: none, else 1..8). Then one byte per opcode, followed by its argument
-//         bytes.
+//         capacity (< 200: none, else 1..8). Then one byte per opcode (modulo kOpcodes' size),
+//         followed by its argument bytes.
 namespace enc {
 
-inline constexpr Code kOpcodes[16] = {
+inline constexpr Code kOpcodes[18] = {
     Code::schedule, Code::schedule,    Code::schedule_at, Code::submit,
     Code::execute,  Code::fixed_rate,  Code::fixed_delay, Code::cancel,
     Code::cancel,   Code::advance,     Code::advance,     Code::advance,
     Code::set_remove_on_cancel /* a setter: the argument byte says which */,
-    Code::shutdown, Code::shutdown_now, Code::wait_idle};
+    Code::shutdown, Code::shutdown_now, Code::wait_idle,
+    Code::schedule_rearmable, Code::rearm};
+inline constexpr std::size_t kOpcodeCount = sizeof kOpcodes / sizeof kOpcodes[0];
 
 inline i64 delay(std::uint8_t b) {
   static constexpr i64 kSpecial[16] = {kMax, kMin, kHour, 1, 999'999, 1'000'001, -1, kMax - 1,
@@ -161,11 +170,12 @@ inline Sequence decode(const std::uint8_t* data, std::size_t size, std::size_t m
     std::uint8_t b0, b1, b2, b3;
     if (!next(b0)) break;
     Op op;
-    op.code = kOpcodes[b0 % 16];
+    op.code = kOpcodes[b0 % kOpcodeCount];
     bool ok = true;
     switch (op.code) {
       case Code::schedule:
       case Code::schedule_at:
+      case Code::schedule_rearmable:
         ok = next(b1) && next(b2);
         if (ok) op.a = delay(b1), op.throw_on = throw_on(b2);
         break;
@@ -182,6 +192,10 @@ inline Sequence decode(const std::uint8_t* data, std::size_t size, std::size_t m
       case Code::cancel:
         ok = next(b1);
         if (ok) op.a = b1 & 63, op.flag = b1 & 64;
+        break;
+      case Code::rearm:
+        ok = next(b1) && next(b2);
+        if (ok) op.a = b1 & 63, op.b = delay(b2);
         break;
       case Code::advance:
         ok = next(b1);
@@ -217,7 +231,7 @@ inline std::vector<std::uint8_t> encode(const Sequence& s) {
     return false;
   };
   auto code_byte = [](Code c) {
-    for (int x = 0; x < 16; ++x)
+    for (std::size_t x = 0; x < kOpcodeCount; ++x)
       if (kOpcodes[x] == c) return static_cast<std::uint8_t>(x);
     return static_cast<std::uint8_t>(12);  // setters
   };
@@ -237,6 +251,7 @@ inline std::vector<std::uint8_t> encode(const Sequence& s) {
     switch (op.code) {
       case Code::schedule:
       case Code::schedule_at:
+      case Code::schedule_rearmable:
         if (!find(enc::delay, op.a, b1) || !thr(b2)) return {};
         out.insert(out.end(), {b1, b2});
         break;
@@ -253,6 +268,10 @@ inline std::vector<std::uint8_t> encode(const Sequence& s) {
       case Code::cancel:
         if (op.a < 0 || op.a > 63) return {};
         out.push_back(static_cast<std::uint8_t>(op.a | (op.flag ? 64 : 0)));
+        break;
+      case Code::rearm:
+        if (op.a < 0 || op.a > 63 || !find(enc::delay, op.b, b2)) return {};
+        out.insert(out.end(), {static_cast<std::uint8_t>(op.a), b2});
         break;
       case Code::advance:
         if (!find(enc::advance, op.a, b1)) return {};
@@ -303,6 +322,7 @@ struct RunRecord {
 struct Expect {
   bool rejected_throw = false;  // the submission throws RejectedExecution
   bool cancel_result = false;
+  bool rearm_result = false;
   std::vector<int> orphans;     // ids shutdown_now() returns, in order
 };
 
@@ -323,7 +343,8 @@ class Model {
     ex = Expect{};
     budget_ = kRunLimit;
     switch (op.code) {
-      case Code::schedule: submit(op, deadline_after(op.a), 0, ex, never_after(op.a)); break;
+      case Code::schedule:
+      case Code::schedule_rearmable: submit(op, deadline_after(op.a), 0, ex, never_after(op.a)); break;
       case Code::schedule_at: submit(op, sat_add(now_, op.a), 0, ex); break;
       case Code::submit:
       case Code::execute: submit(op, deadline_after(0), 0, ex); break;
@@ -336,6 +357,16 @@ class Model {
         t.state = State::cancelled;
         ex.cancel_result = true;
         if (remove_on_cancel_) t.queued = false;
+        break;
+      }
+      case Code::rearm: {
+        if (tasks_.empty()) break;
+        Task& t = tasks_[static_cast<std::size_t>(op.a) % tasks_.size()];
+        if (t.kind != Code::schedule_rearmable || !t.has_future || t.state != State::pending || !t.queued) break;
+        t.deadline = deadline_after(op.b);
+        t.never = never_after(op.b);
+        t.seq = next_seq_++;
+        ex.rearm_result = true;
         break;
       }
       case Code::set_remove_on_cancel: remove_on_cancel_ = op.flag; break;
@@ -359,7 +390,7 @@ class Model {
     return budget_ >= 0;
   }
 
-  // Which one of the tasks so far op.a names for cancel (-1: none, or no future to cancel with).
+  // Which one of the tasks so far op.a names for cancel or rearm (-1: none, or no future).
   int cancel_target(const Op& op) const {
     if (tasks_.empty()) return -1;
     const Task& t = tasks_[static_cast<std::size_t>(op.a) % tasks_.size()];

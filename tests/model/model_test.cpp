@@ -131,5 +131,33 @@ TEST(ModelRegression, SaturatedFixedRateDeadlineAtTheEndOfTime) {
   EXPECT_EQ(check(s), "");
 }
 
+// A task re-armed to a later deadline and then cancelled (remove-on-cancel off) is retained, as
+// every cancelled task is, until its deadline: the newest one. It left at the deadline it was
+// filed at (4 ms): queue_size() was 0 at 20 ms, the model says 1 until 21 ms.
+TEST(ModelRegression, CancelledAfterRearmIsRetainedUntilTheNewestDeadline) {
+  Sequence s{{}, {
+      op::schedule_rearmable(4 * kMs),  // task 0
+      op::rearm(0, 21 * kMs),
+      op::cancel(0),
+      op::advance(20 * kMs),
+      op::advance(1 * kMs),
+  }};
+  EXPECT_EQ(check(s), "");
+}
+
+// discard_oldest cancels the task that is earliest now. It took the head of the heap by the key
+// a re-armed task was filed at: task 0, re-armed from 3 ms to 14 ms, was cancelled instead of
+// task 1 (10 ms).
+TEST(ModelRegression, DiscardOldestTakesTheEarliestDeadlineAfterARearm) {
+  Sequence s{{.rejection = kairos::Rejection::discard_oldest, .capacity = 2}, {
+      op::schedule_rearmable(3 * kMs),  // task 0
+      op::schedule(10 * kMs),           // task 1
+      op::rearm(0, 14 * kMs),
+      op::schedule(12 * kMs),           // task 2: discards task 1
+      op::advance(20 * kMs),
+  }};
+  EXPECT_EQ(check(s), "");
+}
+
 }  // namespace
 }  // namespace kairos_model
