@@ -103,6 +103,14 @@ std::optional<nlohmann::ordered_json> JavaHarness::run(const std::string& system
   } else if (workload == "W7") {
     arg("tasks", static_cast<long long>(z.w7.tasks));
     arg("ahead_ns", z.w7.ahead_ns);
+  } else if (workload == "W8") {
+    arg("sessions", static_cast<long long>(z.w8.sessions));
+    arg("rate", static_cast<long long>(z.w8.rate));
+    arg("timeout_ns", z.w8.timeout_ns);
+    arg("quiet_every_ns", z.w8.quiet_every_ns);
+    arg("duration_ns", z.w8.duration_ns);
+    arg("seed", static_cast<long long>(z.w8.seed));
+    a.push_back(std::string("w8_mode=") + (z.w8_lazy ? "lazy" : "cancel"));
   }
   std::string cp = classes_ + (with_netty_ ? ":" + settings_.netty_jar : "");
   std::vector<std::string> cmd = {find_in_path("java"), "-Xmx" + settings_.heap, "-cp", cp, "LatHarness"};

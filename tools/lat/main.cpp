@@ -55,8 +55,10 @@ const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs t
                       order among their starts (must be 0 with one worker), deadline to last start.
   W8 heartbeat        (not in the default set) 10,000 sessions, 1,000,000 messages/s open loop, each
                       moving its session's 100 ms timeout; one session goes quiet every 100 ms and must
-                      time out: kairos re-arms (schedule_rearmable + rearm), peers cancel + schedule.
-                      Re-arms/s, cost per re-arm, wrong or missed timeouts, lateness. C++ systems only.
+                      time out: kairos re-arms (schedule_rearmable + rearm), peers cancel + schedule
+                      (--w8-lazy: the Java peers as Netty's IdleStateHandler, a stored time and a
+                      timeout that re-schedules itself). Re-arms/s, cost per re-arm, wrong or missed
+                      timeouts, lateness, memory growth.
 Lateness = start - (t0 + delay), t0 = steady_clock now just before the schedule call; negative is an
 early fire. Task bodies only store their start time into a preallocated slot. Percentiles are exact.
 
@@ -153,6 +155,7 @@ struct Cli {
   std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0;
   double w8_seconds = 0;
   bool w8_no_rearm = false;
+  bool w8_lazy = false;
   double w4_seconds = 0;
   std::vector<std::size_t> w5_timers;
 };
@@ -234,6 +237,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
   if (cli.w6_tasks) z.w6.tasks = cli.w6_tasks;
   if (cli.w7_tasks) z.w7.tasks = cli.w7_tasks;
   z.w8_rearm = !cli.w8_no_rearm;
+  z.w8_lazy = cli.w8_lazy;
   if (cli.w8_seconds > 0) z.w8.duration_ns = static_cast<std::int64_t>(cli.w8_seconds * 1e9);
   return z;
 }
@@ -416,6 +420,9 @@ int main(int argc, char** argv) {
   app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(CLI::PositiveNumber);
   app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(CLI::PositiveNumber);
   app.add_flag("--w8-no-rearm", cli.w8_no_rearm, "W8 on kairos with cancel + schedule instead of rearm (the peers' way)");
+  app.add_flag("--w8-lazy", cli.w8_lazy,
+               "W8 on the Java peers the way Netty's IdleStateHandler does it: a message stores its time, "
+               "the timeout re-schedules itself for the rest of the window (default: cancel + schedule)");
   app.add_flag("--check", cli.check,
                "exit 1 if a run breaks a rule that holds for every correct scheduler: an early fire, "
                "a task that never ran, W2 pending != 1024, W7 inversions with one worker (kairos, "

@@ -71,7 +71,7 @@ bool applies(const SystemSpec& s, const std::string& workload) {
   // Inline systems (the workload's thread is their loop): what one thread's submit, cancel and
   // fire cost. The other workloads need a loop that waits or a second producer.
   if (s.kind == Kind::kairos_poll || s.kind == Kind::asio_inline) return workload == "W2" || workload == "W6";
-  if (workload == "W8") return s.kind != Kind::kernel && s.kind != Kind::java;  // native systems only
+  if (workload == "W8") return s.kind != Kind::kernel;
   return s.kind != Kind::kernel || workload == "W3";
 }
 

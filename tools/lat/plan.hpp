@@ -39,6 +39,7 @@ struct WorkloadSizes {
   perf::W7Params w7;
   perf::W8Params w8;
   bool w8_rearm = true;  // kairos re-arms in place (false: cancel + schedule, as the peers)
+  bool w8_lazy = false;  // the Java peers re-arm lazily, as Netty's IdleStateHandler (false: cancel + schedule)
 };
 
 struct JavaSettings {

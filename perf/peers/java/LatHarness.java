@@ -1,4 +1,4 @@
-// LatHarness.java: the standard workloads W1..W7 (docs/workloads.md) on Java's schedulers, printing
+// LatHarness.java: the standard workloads W1..W8 (docs/workloads.md) on Java's schedulers, printing
 // the same JSON line per run as kairos-lat does for the C++ systems. kairos-lat compiles and runs
 // it when javac is present; it can also run alone:
 //
@@ -124,15 +124,17 @@ public final class LatHarness {
         @Override public String toString() { return sb.toString() + "}"; }
     }
 
-    static void percentiles(Json f, long[] samples, boolean lateness) {
+    static void percentiles(Json f, long[] samples, boolean lateness) { percentiles(f, samples, lateness, ""); }
+
+    static void percentiles(Json f, long[] samples, boolean lateness, String prefix) {
         Arrays.sort(samples);
-        f.put("samples", samples.length);
-        f.put("p50_ns", nearestRank(samples, 50));
-        f.put("p90_ns", nearestRank(samples, 90));
-        f.put("p99_ns", nearestRank(samples, 99));
-        f.put("p99_9_ns", nearestRank(samples, 99.9));
-        f.put("p99_99_ns", nearestRank(samples, 99.99));
-        f.put("max_ns", samples.length == 0 ? 0 : samples[samples.length - 1]);
+        f.put(prefix + "samples", samples.length);
+        f.put(prefix + "p50_ns", nearestRank(samples, 50));
+        f.put(prefix + "p90_ns", nearestRank(samples, 90));
+        f.put(prefix + "p99_ns", nearestRank(samples, 99));
+        f.put(prefix + "p99_9_ns", nearestRank(samples, 99.9));
+        f.put(prefix + "p99_99_ns", nearestRank(samples, 99.99));
+        f.put(prefix + "max_ns", samples.length == 0 ? 0 : samples[samples.length - 1]);
         if (lateness) {
             int early = 0;
             while (early < samples.length && samples[early] < 0) early++;
@@ -482,6 +484,131 @@ public final class LatHarness {
         return new String[] {p.toString(), f.toString()};
     }
 
+    /** W8 heartbeat (perf/workloads/w8_heartbeat.hpp): `sessions` idle timeouts, each moved on every
+     *  message of its session; messages open loop at `rate`, in rounds over the active sessions in
+     *  a fresh random order; every `quiet_every_ns` one more session goes quiet and must time out
+     *  `timeout_ns` after its last message. Modes (w8_mode):
+     *    cancel  cancel the session's timeout and schedule a new one (what kairos's peers do);
+     *    lazy    Netty's IdleStateHandler way: a message only stores its time; the timeout, when it
+     *            fires, schedules itself again for the rest of the window if a message came since.
+     *  The random order comes from SplitMix64, not C++'s mt19937_64: the same workload, not the same
+     *  sequence. */
+    private String[] w8(Sys sys, int scale) throws Exception {
+        final int sessions = (int) num("sessions", 10_000);
+        final double rate = num("rate", 1_000_000);
+        final long timeout = num("timeout_ns", 100_000_000L);
+        final long quietEvery = num("quiet_every_ns", 100_000_000L);
+        final long duration = num("duration_ns", 10_000_000_000L) / scale;
+        final long seed = num("seed", 8);
+        final boolean lazy = str("w8_mode", "cancel").equals("lazy");
+        final int every = 64;
+        final AtomicLongArray firedAt = new AtomicLongArray(sessions);
+        final AtomicLongArray fires = new AtomicLongArray(sessions);
+        final AtomicLongArray lastMessage = new AtomicLongArray(sessions);  // written by the producer
+        final Object[] handle = new Object[sessions];
+        final boolean[] quiet = new boolean[sessions];
+        final Runnable[] fire = new Runnable[sessions];
+        for (int i = 0; i < sessions; i++) {
+            final int ii = i;
+            if (!lazy) {
+                fire[i] = () -> { firedAt.lazySet(ii, System.nanoTime()); fires.incrementAndGet(ii); };
+            } else {
+                fire[i] = new Runnable() {
+                    public void run() {
+                        long now = System.nanoTime();
+                        long rest = lastMessage.get(ii) + timeout - now;
+                        if (rest > 0) { sys.schedule(this, rest); return; }  // a message came since
+                        firedAt.lazySet(ii, now);
+                        fires.incrementAndGet(ii);
+                    }
+                };
+            }
+        }
+        SplitMix64 rng = new SplitMix64(seed);
+        int[] active = new int[sessions];
+        for (int i = 0; i < sessions; i++) active[i] = i;
+        int activeCount = sessions;
+        long rssBefore = residentBytes();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < sessions; i++) {
+            lastMessage.set(i, t0);
+            handle[i] = sys.schedule(fire[i], timeout);
+        }
+        long[] samples = new long[(int) (rate * duration * 1e-9 / every) + 16];
+        int m = 0;
+        SampleClock sampleClock = new SampleClock(every, 11);
+        final double nsPerMessage = 1e9 / rate;
+        int roundPos = activeCount;
+        long nextQuiet = t0 + quietEvery;
+        long messages = 0, end = t0 + duration, now = t0;
+        while (now < end) {
+            long due = t0 + (long) (messages * nsPerMessage);
+            while ((now = System.nanoTime()) < due) Thread.onSpinWait();
+            if (now >= nextQuiet && activeCount > 1) {
+                int k = (int) Long.remainderUnsigned(rng.next(), activeCount);
+                quiet[active[k]] = true;
+                active[k] = active[--activeCount];
+                roundPos = activeCount;
+                nextQuiet += quietEvery;
+            }
+            if (roundPos >= activeCount) {
+                for (int k = activeCount - 1; k > 0; k--) {
+                    int j = (int) Long.remainderUnsigned(rng.next(), k + 1);
+                    int x = active[k]; active[k] = active[j]; active[j] = x;
+                }
+                roundPos = 0;
+            }
+            int i = active[roundPos++];
+            boolean sampled = sampleClock.sampled(messages);
+            long a = sampled ? System.nanoTime() : 0;
+            if (lazy) {
+                lastMessage.set(i, now);
+            } else {
+                sys.cancel(handle[i]);
+                handle[i] = sys.schedule(fire[i], timeout);
+                lastMessage.set(i, now);
+            }
+            if (sampled && m < samples.length) samples[m++] = System.nanoTime() - a;
+            messages++;
+        }
+        long sentUntil = System.nanoTime();
+        long rssAfter = residentBytes();
+        sleepUntil(sentUntil + timeout + 200_000_000L);
+        long[] late = new long[sessions];
+        int n = 0;
+        long quietCount = 0, wrong = 0, missed = 0, early = 0;
+        for (int i = 0; i < sessions; i++) {
+            long f = fires.get(i);
+            if (!quiet[i]) {
+                if (f > 1) wrong += f - 1;
+                if (f > 0 && firedAt.get(i) < lastMessage.get(i) + timeout) wrong++;
+                continue;
+            }
+            quietCount++;
+            if (f == 0) { missed++; continue; }
+            if (f > 1) wrong += f - 1;
+            long l = firedAt.get(i) - (lastMessage.get(i) + timeout);
+            if (l < 0) early++;
+            late[n++] = l;
+        }
+        if (!lazy) for (Object h : handle) sys.cancel(h);
+        double secs = (sentUntil - t0) * 1e-9;
+        Json p = new Json().put("sessions", sessions).put("rate", rate).put("timeout_ns", timeout)
+                .put("quiet_every_ns", quietEvery).put("duration_ns", duration).put("seed", seed);
+        Json f = new Json();
+        f.put("mode", lazy ? "lazy (IdleStateHandler)" : "cancel+schedule");
+        f.put("rearms_per_s", messages / secs);
+        f.put("messages", messages);
+        percentiles(f, Arrays.copyOf(samples, m), false, "rearm_");
+        f.put("quiet_sessions", quietCount);
+        f.put("wrong_fires", wrong);
+        f.put("missed", missed);
+        f.put("early_fires", early);
+        percentiles(f, Arrays.copyOf(late, n), false, "lateness_");
+        f.put("rss_growth_bytes", rssAfter - rssBefore);
+        return new String[] {p.toString(), f.toString()};
+    }
+
     /** Pairs i < j with v[j] < v[i] (bottom-up merge sort); sorts v. */
     static long countInversions(long[] v) {
         long[] a = v, tmp = new long[v.length];
@@ -508,7 +635,7 @@ public final class LatHarness {
 
     private static final String[][] NAMES = {
         {"W1", "submit"}, {"W2", "timeout-churn"}, {"W3", "lateness"}, {"W4", "periodic"},
-        {"W5", "scale"}, {"W6", "fire-throughput"}, {"W7", "fifo-burst"}};
+        {"W5", "scale"}, {"W6", "fire-throughput"}, {"W7", "fifo-burst"}, {"W8", "heartbeat"}};
 
     private String[] run(String workload, Sys sys, int scale) throws Exception {
         switch (workload) {
@@ -519,6 +646,7 @@ public final class LatHarness {
             case "W5": return w5(sys, scale);
             case "W6": return w6(sys, scale);
             case "W7": return w7(sys, scale);
+            case "W8": return w8(sys, scale);
             default: throw new IllegalArgumentException("unknown workload " + workload);
         }
     }
