@@ -107,6 +107,9 @@ class KairosSystem {
     if (c.wait == "sleep") o.wait = kairos::WaitPolicy::sleep();
     else if (c.wait == "spin") o.wait = kairos::WaitPolicy::spin();
     else if (c.wait == "hybrid") o.wait = kairos::WaitPolicy::hybrid(std::chrono::nanoseconds(c.spin_window_ns));
+    else if (c.wait == "adaptive" && c.adaptive_percentile > 0)
+      o.wait = kairos::WaitPolicy::adaptive(kairos::WaitPolicy::kAdaptiveFloor, kairos::WaitPolicy::kAdaptiveCeiling,
+                                            c.adaptive_percentile);
     else if (c.wait == "adaptive") o.wait = kairos::WaitPolicy::adaptive();
     else throw std::invalid_argument("kairos-lat: unknown wait mode '" + c.wait + "'");
     o.name = kName;

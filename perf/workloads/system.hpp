@@ -40,6 +40,7 @@ struct SystemConfig {
   std::string system;                 // kairos-sleep, kairos-hybrid, kairos-spin, naive-stpe, asio
   std::string wait;                   // sleep | spin | hybrid (kairos); "" for peers
   std::int64_t spin_window_ns = 50'000;  // kairos hybrid only
+  double adaptive_percentile = 0;     // kairos adaptive only; 0: WaitPolicy's default
   unsigned shards = 1;                // kairos shards; 1 for peers
   unsigned threads = 1;               // threads per shard (peers: worker threads)
   std::vector<int> cpus;              // scheduler thread i on cpus[i % size]; empty: not pinned

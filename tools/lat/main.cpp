@@ -140,6 +140,7 @@ struct Cli {
   std::vector<unsigned> shards{1};
   unsigned threads = 1;
   double spin_window_us = 50;
+  double adaptive_percentile = 0;  // 0: WaitPolicy::kAdaptivePercentile
   bool pin = false;
   std::vector<int> cpus;
   int producer_cpu = 0;
@@ -170,6 +171,7 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
   perf::SystemConfig& c = s.config;
   c.system = name;
   c.spin_window_ns = static_cast<std::int64_t>(cli.spin_window_us * 1000.0);
+  c.adaptive_percentile = cli.adaptive_percentile;
   bool native = true;
   if (name == "kairos-sleep" || name == "kairos-hybrid" || name == "kairos-spin" || name == "kairos-adaptive") {
     c.wait = name.substr(7);
@@ -337,6 +339,11 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
   std::vector<std::string> a = {self_exe(), "--child", "-w", w, "-s", s.config.system,
                                 "--shards", str(s.config.shards), "--threads", str(cli.threads),
                                 "--spin-window-us", window};
+  if (cli.adaptive_percentile > 0) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.9g", cli.adaptive_percentile);
+    a.insert(a.end(), {"--adaptive-percentile", pct});
+  }
   if (s.warm) a.push_back("--warm");
   if (!s.config.cpus.empty()) {
     std::string cpus;
@@ -381,6 +388,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 64u));
   app.add_option("--threads", cli.threads, "threads per kairos shard; naive-stpe workers")->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
+  app.add_option("--adaptive-percentile", cli.adaptive_percentile,
+                 "kairos-adaptive: the wake-overshoot percentile its window follows (default: WaitPolicy's)")
+      ->check(CLI::Range(0.0, 1.0).description("in (0, 1)") & CLI::NonNegativeNumber);
   app.add_option("--spin-window-us", cli.spin_window_us, "kairos-hybrid spin window")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--pin", cli.pin, "pin scheduler threads (kairos, naive-stpe, asio) and the producer");

@@ -83,6 +83,8 @@ nlohmann::ordered_json config_json(const SystemSpec& s) {
   j["threads_per_shard"] = c.threads;
   j["wait"] = c.wait;
   if (c.wait == "hybrid") j["spin_window_ns"] = c.spin_window_ns;
+  if (c.wait == "adaptive")
+    j["percentile"] = c.adaptive_percentile > 0 ? c.adaptive_percentile : kairos::WaitPolicy::kAdaptivePercentile;
   j["pinned"] = !c.cpus.empty();
   j["cpus"] = c.cpus;
   j["producer_cpu"] = c.producer_cpu;
