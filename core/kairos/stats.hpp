@@ -19,7 +19,9 @@ struct ShardStats {
   std::uint64_t periodic_failures = 0;  // periodic tasks stopped by an exception
   LatencyHistogram lateness;            // start - deadline of each execution, in ns
                                         // (empty when Options::record_lateness is false; in
-                                        // poll mode, start is the `now` given to poll())
+                                        // poll mode, start is the `now` given to poll(); after
+                                        // the second task of a batch, the TSC since then:
+                                        // docs/api.md, stats())
   // The leader's wait (WaitPolicy, docs/adaptive-wait.md):
   std::int64_t spin_window_ns = 0;      // the spin window in use: hybrid's own, adaptive's current
                                         // one; 0 under sleep and spin

@@ -18,6 +18,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -85,7 +86,8 @@ class Inbox {
 
   // -- the leader (shard lock held) ----------------------------------------------------------
   // Up to kMaxPasses bulk passes. Requests go to request(t, tag) at once; submissions go to
-  // accept(t) once confirmed (see FIFO). True if anything arrived.
+  // accept(span) once confirmed (see FIFO), in seq order per producer, a confirmed batch at a
+  // time (never empty). True if anything arrived.
   template <class Accept, class Request>
   bool drain(Accept&& accept, Request&& request, int max_passes = kMaxPasses) {
     TaskBase* buf[kChunk];
@@ -126,7 +128,8 @@ class Inbox {
 
   template <class Accept>
   void confirm(Accept& accept) {
-    for (TaskBase* t : unconfirmed_) accept(t);
+    if (unconfirmed_.empty()) return;
+    accept(std::span<TaskBase* const>(unconfirmed_));
     unconfirmed_.clear();
   }
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // shard lock held: one writer

@@ -33,6 +33,7 @@
 #include <kairos/latency_histogram.hpp>
 #include <kairos/stats.hpp>
 
+#include "batch_clock.hpp"
 #include "engine_state.hpp"
 #include "inbox.hpp"
 #include "leader_wait.hpp"
@@ -138,6 +139,7 @@ class Shard {
   bool inbox_settled() const noexcept;
   void drain();
   void drain_all();
+  void accept_all(std::span<TaskBase* const> confirmed);
   void accept(TaskBase* t, std::int64_t now);
   void request(TaskBase* t, std::uintptr_t tag);
   void refile(TaskBase* t);
@@ -146,7 +148,7 @@ class Shard {
   bool retained_after_rearm(TaskBase* t) noexcept;
   TaskBase* settled_head(std::int64_t now);
   bool start_stoppable(TaskBase* t, std::int64_t now);
-  void run_task(Slot& slot);
+  void run_task(Slot& slot, BatchClock& clock);
   void finish_run(TaskBase* t, bool ok);
   void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks
   void after_run(const Slot& slot, bool taken);

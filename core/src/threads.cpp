@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <fstream>
 #include <string>
 
 #include <kairos/detail/futex.hpp>
@@ -17,6 +18,21 @@
 #include "threads.hpp"
 
 namespace kairos::detail {
+
+// The kernel keeps CLOCK_MONOTONIC with the TSC only when it found the counter constant and
+// synchronised across CPUs (batch_clock.hpp relies on that). Read once; false if unreadable.
+bool tsc_is_clocksource() noexcept {
+  static const bool tsc = [] {
+    try {
+      std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+      std::string name;
+      return static_cast<bool>(f >> name) && name == "tsc";
+    } catch (...) {
+      return false;
+    }
+  }();
+  return tsc;
+}
 
 std::int64_t steady_now_ns() noexcept {
   timespec ts;

@@ -21,7 +21,12 @@ std::vector<std::unique_ptr<TaskBase>> nodes(std::size_t n) {
 struct Sink {
   std::vector<TaskBase*> accepted;
   std::vector<TaskBase*> removed;
-  auto accept() { return [this](TaskBase* t) { accepted.push_back(t); }; }
+  auto accept() {
+    return [this](std::span<TaskBase* const> confirmed) {
+      EXPECT_FALSE(confirmed.empty());
+      accepted.insert(accepted.end(), confirmed.begin(), confirmed.end());
+    };
+  }
   auto remove() {
     return [this](TaskBase* t, std::uintptr_t tag) {
       EXPECT_EQ(tag, Inbox::kRemoveTag);
