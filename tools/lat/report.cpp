@@ -203,19 +203,25 @@ double RunGroup::median(const std::string& figure) const {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// A row is one way of running one system: its configuration, its warm state and, where a
+// workload runs a system in more than one way (W8: re-arm or cancel + schedule), that mode.
 std::string row_label(const json& rec) {
   std::string label = rec.value("system", "?");
-  const bool warm = rec.contains("config") && rec["config"].value("warm", false);
-  if (label.rfind("kairos-", 0) != 0) {
-    if (rec.contains("config") && rec["config"].value("pinned", false)) label += " pinned";
-    return warm ? label + " warm" : label;
+  const json& c = rec.contains("config") ? rec["config"] : json::object();
+  if (label.rfind("kairos-", 0) == 0) {
+    unsigned shards = c.value("shards", 1u), tps = c.value("threads_per_shard", 1u);
+    if (shards > 1) label += " " + std::to_string(shards) + " shards";
+    if (tps > 1) label += " " + std::to_string(tps) + " thr/shard";
+    if (c.contains("percentile") && c["percentile"].is_number() && c["percentile"].get<double>() != 0.99) {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, " p%g", c["percentile"].get<double>());
+      label += pct;
+    }
   }
-  const json& c = rec["config"];
-  unsigned shards = c.value("shards", 1u), tps = c.value("threads_per_shard", 1u);
-  if (shards > 1) label += " " + std::to_string(shards) + " shards";
-  if (tps > 1) label += " " + std::to_string(tps) + " thr/shard";
   if (c.value("pinned", false)) label += " pinned";
-  return warm ? label + " warm" : label;
+  if (c.value("warm", false)) label += " warm";
+  if (rec.contains("mode") && rec["mode"].is_string()) label += " (" + rec["mode"].get<std::string>() + ")";
+  return label;
 }
 
 std::vector<RunGroup> group_runs(const std::vector<json>& records) {
