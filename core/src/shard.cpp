@@ -5,6 +5,7 @@
 #include "shard.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include <kairos/wait.hpp>
@@ -154,6 +155,21 @@ TaskBase* Shard::settled_head(std::int64_t now) {
     queue_.push(t, now);
   }
   return nullptr;
+}
+
+// The key a task waiting in a runner's batch waits for now (mu_ held; its runner may start it
+// meanwhile, without mu_): the one it was filed at, or, for a task re-armed since, the newest one,
+// read while (L1)/(L2) hold off a re-arm and the runner's start. Nothing if it is no longer
+// pending. Other tasks' seq never changes once filed, and a periodic run moves the deadline
+// through atomic_ref (next_deadline), hence the atomic load.
+std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
+  if (!(t->flags & kRearmable))
+    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed), t->seq};
+  if (!lock_pending(t)) return std::nullopt;  // (L1)
+  auto* r = static_cast<RearmBase*>(t);
+  Key k{r->latest_deadline, r->latest_seq};
+  unlock_pending(t);  // (L2)
+  return k;
 }
 
 // pop_due's check of a re-armable task (mu_ held): true if it was re-armed since it was filed;
@@ -597,14 +613,18 @@ bool Shard::make_room() {
   const std::int64_t now = engine_.now_ns();
   while (!made) {
     TaskBase* oldest = settled_head(now);
+    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq};
     bool in_batch = false;
     for (auto& staged : staged_)
-      for (TaskBase* t : staged)
-        if (t != nullptr && (t->state.load(std::memory_order_acquire) & kStateMask) == kPending &&
-            (oldest == nullptr || TimerHeap::before(t, oldest))) {
+      for (TaskBase* t : staged) {
+        if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;
+        std::optional<Key> k = newest_key(t);  // re-armed while it waited: re-filed at that key
+        if (k && (oldest == nullptr || *k < oldest_key)) {
           oldest = t;
+          oldest_key = *k;
           in_batch = true;
         }
+      }
     if (oldest == nullptr) break;
     if (in_batch) {
       // Its runner will find it cancelled and drop it; kRemoved: counted out here already.

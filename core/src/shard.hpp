@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
@@ -147,6 +148,13 @@ class Shard {
   bool refiled_at_pop(TaskBase* t, std::int64_t now);
   bool retained_after_rearm(TaskBase* t) noexcept;
   TaskBase* settled_head(std::int64_t now);
+  // A task's place in the queue's order: (deadline, seq), as TimerHeap::before compares them.
+  struct Key {
+    std::int64_t deadline = 0;
+    std::uint64_t seq = 0;
+    bool operator<(const Key& o) const noexcept { return deadline != o.deadline ? deadline < o.deadline : seq < o.seq; }
+  };
+  static std::optional<Key> newest_key(TaskBase* t) noexcept;
   bool start_stoppable(TaskBase* t, std::int64_t now);
   void run_task(Slot& slot, BatchClock& clock);
   void finish_run(TaskBase* t, bool ok);

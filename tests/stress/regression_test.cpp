@@ -10,6 +10,7 @@
 //      callables under its shard lock;
 //   5  capacity >= 2^63 (SIZE_MAX: "no limit") rejected every submission;
 //   6  discard_oldest ignored a due task waiting in a runner's batch and cancelled a later one;
+//   6b ... and compared such a task by the key it was filed at, not the one it was re-armed to;
 //   7  a constructor that could not start all its threads threw and left the started ones
 //      running for ever;
 //   8  is_periodic() read the task's flags while a run whose next deadline saturates wrote them
@@ -562,6 +563,43 @@ TEST(Regression, DiscardOldestCancelsTheEarliestIncludingABatchedDueTask) {
   EXPECT_FALSE(newest.is_cancelled());
   gate.open();
   EXPECT_EQ(a.wait_for(20s), std::future_status::ready);
+  (void)s.shutdown_now();
+  EXPECT_TRUE(s.await_termination(20s));
+}
+
+// 6b: the same with a batched task that was re-armed while it waited: its runner re-files it at
+// its newest deadline (+3 h), so the earliest pending task is the one due in 1 h. Before the fix
+// discard_oldest compared the batched task by the key it was filed at (+20 ms) and cancelled it.
+TEST(Regression, DiscardOldestComparesABatchedTaskByItsNewestDeadline) {
+  Watchdog dog("discard_oldest with a re-armed batched task", 120s);
+  kairos::ManualClock clock;
+  kairos::Options o = one_thread();
+  o.capacity = 2;
+  o.rejection = kairos::Rejection::discard_oldest;
+  kairos::BasicScheduler<kairos::ManualClock> s(o, clock);
+  Gate gate;
+  std::atomic<bool> a_started{false};
+  auto a = s.schedule(
+      [&] {
+        a_started.store(true);
+        gate.wait();
+      },
+      10ms);
+  auto d = s.schedule_rearmable([] {}, 20ms);
+  ASSERT_TRUE(s.wait_idle(20s));  // both queued, neither due
+  clock.advance(30ms);            // both due: the runner takes them together and starts A
+  ASSERT_TRUE(eventually([&] { return a_started.load(); }));
+  ASSERT_TRUE(d.rearm(3h)) << "set-up: D should still be pending behind the running A";
+  auto later = s.schedule([] {}, 1h);
+  EXPECT_EQ(s.queue_size(), 2u) << "set-up: the shard should be at capacity";
+  auto newest = s.schedule([] {}, 2h);  // at capacity: discard_oldest makes room
+  EXPECT_TRUE(later.is_cancelled()) << "discard_oldest did not cancel the task due in 1 h";
+  EXPECT_FALSE(d.is_cancelled()) << "discard_oldest cancelled a task re-armed to +3 h by the key it was filed at";
+  EXPECT_FALSE(newest.is_cancelled());
+  gate.open();
+  EXPECT_EQ(a.wait_for(20s), std::future_status::ready);
+  ASSERT_TRUE(s.wait_idle(20s));
+  EXPECT_FALSE(d.is_done()) << "D ran for the deadline it was re-armed away from";
   (void)s.shutdown_now();
   EXPECT_TRUE(s.await_termination(20s));
 }
