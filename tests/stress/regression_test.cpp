@@ -531,77 +531,77 @@ TEST(Regression, CapacityAtOrAbove2To63AcceptsSubmissions) {
 }
 
 // ---- 6 ----------------------------------------------------------------------------------------
+// A one-thread shard at capacity 2 under discard_oldest, on a ManualClock: A (due at +10 ms) and
+// D (+20 ms) fall due together, so the runner takes them in one batch and starts A, which blocks
+// on `gate`; D waits in the batch behind it (pending, cancellable, counted by queue_size()).
+struct RunnerBlockedWithABatchedTask {
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> s;
+  Gate gate;
+  std::atomic<bool> a_started{false};
+  kairos::ScheduledFuture<void> a, d;
+  bool ready = false;  // the set-up held
+
+  explicit RunnerBlockedWithABatchedTask(bool d_rearmable) : s(options(), clock) {
+    a = s.schedule(
+        [this] {
+          a_started.store(true);
+          gate.wait();
+        },
+        10ms);
+    d = d_rearmable ? s.schedule_rearmable([] {}, 20ms) : s.schedule([] {}, 20ms);
+    if (!s.wait_idle(20s)) return;  // both queued, neither due
+    clock.advance(30ms);            // both due: the runner takes them together and starts A
+    ready = eventually([&] { return a_started.load(); });
+  }
+  ~RunnerBlockedWithABatchedTask() {
+    gate.open();
+    EXPECT_EQ(a.wait_for(20s), std::future_status::ready);
+    (void)s.shutdown_now();
+    EXPECT_TRUE(s.await_termination(20s));
+  }
+  static kairos::Options options() {
+    kairos::Options o = one_thread();
+    o.capacity = 2;
+    o.rejection = kairos::Rejection::discard_oldest;
+    return o;
+  }
+};
+
 // discard_oldest must cancel the pending task with the earliest deadline, also when that task is
-// due and waits in a runner's batch behind a running one (pending, cancellable, counted by
-// queue_size()). Before the fix only the heap was searched, and a later task was cancelled.
+// the batched D. Before the fix only the heap was searched, and a later task was cancelled.
 TEST(Regression, DiscardOldestCancelsTheEarliestIncludingABatchedDueTask) {
   Watchdog dog("discard_oldest with a batched due task", 120s);
-  kairos::ManualClock clock;
-  kairos::Options o = one_thread();
-  o.capacity = 2;
-  o.rejection = kairos::Rejection::discard_oldest;
-  kairos::BasicScheduler<kairos::ManualClock> s(o, clock);
-  Gate gate;
-  std::atomic<bool> a_started{false};
-  auto a = s.schedule(
-      [&] {
-        a_started.store(true);
-        gate.wait();
-      },
-      10ms);
-  auto d = s.schedule([] {}, 20ms);
-  ASSERT_TRUE(s.wait_idle(20s));  // both queued, neither due
-  clock.advance(30ms);            // both due: the runner takes them together and starts A
-  ASSERT_TRUE(eventually([&] { return a_started.load(); }));
-  EXPECT_EQ(s.queue_size(), 1u) << "set-up: D should be pending behind the running A";
-  auto later = s.schedule([] {}, 1h);
-  EXPECT_EQ(s.queue_size(), 2u) << "set-up: the shard should be at capacity";
-  auto newest = s.schedule([] {}, 2h);  // at capacity: discard_oldest makes room
-  EXPECT_TRUE(d.is_cancelled()) << "discard_oldest did not cancel the earliest-deadline pending task (due at "
-                                   "+20 ms, waiting behind a running task)";
+  RunnerBlockedWithABatchedTask f(false);
+  ASSERT_TRUE(f.ready);
+  EXPECT_EQ(f.s.queue_size(), 1u) << "set-up: D should be pending behind the running A";
+  auto later = f.s.schedule([] {}, 1h);
+  EXPECT_EQ(f.s.queue_size(), 2u) << "set-up: the shard should be at capacity";
+  auto newest = f.s.schedule([] {}, 2h);  // at capacity: discard_oldest makes room
+  EXPECT_TRUE(f.d.is_cancelled()) << "discard_oldest did not cancel the earliest-deadline pending task (due at "
+                                     "+20 ms, waiting behind a running task)";
   EXPECT_FALSE(later.is_cancelled()) << "discard_oldest cancelled a task due in 1 h instead of the one due at +20 ms";
   EXPECT_FALSE(newest.is_cancelled());
-  gate.open();
-  EXPECT_EQ(a.wait_for(20s), std::future_status::ready);
-  (void)s.shutdown_now();
-  EXPECT_TRUE(s.await_termination(20s));
 }
 
-// 6b: the same with a batched task that was re-armed while it waited: its runner re-files it at
-// its newest deadline (+3 h), so the earliest pending task is the one due in 1 h. Before the fix
-// discard_oldest compared the batched task by the key it was filed at (+20 ms) and cancelled it.
+// 6b: the same with D re-armed to +3 h while it waits: its runner re-files it at that deadline, so
+// the earliest pending task is the one due in 1 h. Before the fix discard_oldest compared D by
+// the key it was filed at (+20 ms) and cancelled it.
 TEST(Regression, DiscardOldestComparesABatchedTaskByItsNewestDeadline) {
   Watchdog dog("discard_oldest with a re-armed batched task", 120s);
-  kairos::ManualClock clock;
-  kairos::Options o = one_thread();
-  o.capacity = 2;
-  o.rejection = kairos::Rejection::discard_oldest;
-  kairos::BasicScheduler<kairos::ManualClock> s(o, clock);
-  Gate gate;
-  std::atomic<bool> a_started{false};
-  auto a = s.schedule(
-      [&] {
-        a_started.store(true);
-        gate.wait();
-      },
-      10ms);
-  auto d = s.schedule_rearmable([] {}, 20ms);
-  ASSERT_TRUE(s.wait_idle(20s));  // both queued, neither due
-  clock.advance(30ms);            // both due: the runner takes them together and starts A
-  ASSERT_TRUE(eventually([&] { return a_started.load(); }));
-  ASSERT_TRUE(d.rearm(3h)) << "set-up: D should still be pending behind the running A";
-  auto later = s.schedule([] {}, 1h);
-  EXPECT_EQ(s.queue_size(), 2u) << "set-up: the shard should be at capacity";
-  auto newest = s.schedule([] {}, 2h);  // at capacity: discard_oldest makes room
+  RunnerBlockedWithABatchedTask f(true);
+  ASSERT_TRUE(f.ready);
+  ASSERT_TRUE(f.d.rearm(3h)) << "set-up: D should still be pending behind the running A";
+  auto later = f.s.schedule([] {}, 1h);
+  EXPECT_EQ(f.s.queue_size(), 2u) << "set-up: the shard should be at capacity";
+  auto newest = f.s.schedule([] {}, 2h);  // at capacity: discard_oldest makes room
   EXPECT_TRUE(later.is_cancelled()) << "discard_oldest did not cancel the task due in 1 h";
-  EXPECT_FALSE(d.is_cancelled()) << "discard_oldest cancelled a task re-armed to +3 h by the key it was filed at";
+  EXPECT_FALSE(f.d.is_cancelled()) << "discard_oldest cancelled a task re-armed to +3 h by the key it was filed at";
   EXPECT_FALSE(newest.is_cancelled());
-  gate.open();
-  EXPECT_EQ(a.wait_for(20s), std::future_status::ready);
-  ASSERT_TRUE(s.wait_idle(20s));
-  EXPECT_FALSE(d.is_done()) << "D ran for the deadline it was re-armed away from";
-  (void)s.shutdown_now();
-  EXPECT_TRUE(s.await_termination(20s));
+  f.gate.open();
+  EXPECT_EQ(f.a.wait_for(20s), std::future_status::ready);
+  ASSERT_TRUE(f.s.wait_idle(20s));
+  EXPECT_FALSE(f.d.is_done()) << "D ran for the deadline it was re-armed away from";
 }
 
 // ---- 7 ----------------------------------------------------------------------------------------
