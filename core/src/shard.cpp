@@ -91,21 +91,9 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
 // checked when it starts (try_start).
 void Shard::refile(TaskBase* t) {
   if (t->heap_index == kNotInHeap || t->heap_index == kInFifo) return;
-  if (!lock_pending(t)) {  // (L1) started, taken, or cancelled: retained, it leaves at its newest
-    if (retained_after_rearm(t)) {  // deadline, here the earlier one
-      queue_.erase(t);
-      static_cast<RearmBase*>(t)->adopt_latest();
-      queue_.push(t, engine_.now_ns());
-    }
-    return;
-  }
-  auto* r = static_cast<RearmBase*>(t);
-  if (r->rearmed()) {
-    queue_.erase(t);  // a heap task (checked above): its key changes only while it is out
-    r->adopt_latest();
-    queue_.push(t, engine_.now_ns());
-  }
-  unlock_pending(t);  // (L2)
+  const std::int64_t now = engine_.now_ns();
+  queue_.erase(t);  // a heap task (checked above): its key changes only while it is out
+  if (!refiled_at_newest(t, now)) queue_.push(t, now);  // not re-armed after all: where it was
 }
 
 // Starts t (kPending -> kRunning) at the key it is filed at, unless it was re-armed since: then
@@ -141,18 +129,10 @@ TaskBase* Shard::settled_head(std::int64_t now) {
   while (!queue_.empty()) {
     TaskBase* t = queue_.top();
     if (!(t->flags & kRearmable)) return t;
-    auto* r = static_cast<RearmBase*>(t);
-    bool moved = false;
-    if (lock_pending(t)) {  // (L1)
-      moved = r->rearmed();
-      if (moved) queue_.pop(), r->adopt_latest();  // its key changes only while it is out
-      unlock_pending(t);  // (L2)
-    } else if (retained_after_rearm(t)) {
-      moved = true;
-      queue_.pop(), r->adopt_latest();
-    }
-    if (!moved) return t;
-    queue_.push(t, now);
+    queue_.pop();
+    if (refiled_at_newest(t, now)) continue;
+    queue_.push(t, now);  // at the key it was filed at: the head again
+    return t;
   }
   return nullptr;
 }
@@ -172,12 +152,19 @@ std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
   return k;
 }
 
-// pop_due's check of a re-armable task (mu_ held): true if it was re-armed since it was filed;
-// it is then filed again at its latest key.
-bool Shard::refiled_at_pop(TaskBase* t, std::int64_t now) {
-  if (!(t->flags & kRearmable) || !lock_pending(t)) return false;  // (L1)
-  bool moved = static_cast<RearmBase*>(t)->adopt_latest();
-  unlock_pending(t);  // (L2)
+// t, just taken out of the timer queue (mu_ held), goes back in line at its newest key if it was
+// re-armed since it was filed: a pending task (its keys read and adopted under the re-arm lock,
+// L1/L2) or a cancelled one still retained (its keys are final). True if it went back.
+bool Shard::refiled_at_newest(TaskBase* t, std::int64_t now) {
+  if (!(t->flags & kRearmable)) return false;
+  auto* r = static_cast<RearmBase*>(t);
+  bool moved = false;
+  if (lock_pending(t)) {  // (L1)
+    moved = r->adopt_latest();
+    unlock_pending(t);  // (L2)
+  } else if (retained_after_rearm(t)) {
+    moved = r->adopt_latest();
+  }
   if (moved) queue_.push(t, now);
   return moved;
 }
@@ -331,16 +318,12 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch, std::size_t max) {
     bool stoppable = t->flags & kStoppable;
     if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
     queue_.pop();
+    if (refiled_at_newest(t, now)) continue;  // re-armed since it was filed (also a retained
+                                              // cancelled task: it leaves at its newest deadline)
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
-      if (retained_after_rearm(t)) {  // re-armed to a later deadline, then cancelled: retained
-        static_cast<RearmBase*>(t)->adopt_latest();  // until that deadline
-        queue_.push(t, now);
-      } else {
-        drop_cancelled(t);
-      }
+      drop_cancelled(t);
       continue;
     }
-    if (refiled_at_pop(t, now)) continue;  // re-armed: back in line at its new key
     if (stoppable && !start_stoppable(t, now)) continue;
     batch[n++] = Slot{t, t->deadline, 0, stoppable, stoppable};
     if (t->periodic() || stoppable) break;  // a periodic task's next run may come before the

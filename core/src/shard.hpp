@@ -145,7 +145,7 @@ class Shard {
   void request(TaskBase* t, std::uintptr_t tag);
   void refile(TaskBase* t);
   Start try_start(TaskBase* t) noexcept;
-  bool refiled_at_pop(TaskBase* t, std::int64_t now);
+  bool refiled_at_newest(TaskBase* t, std::int64_t now);
   bool retained_after_rearm(TaskBase* t) noexcept;
   TaskBase* settled_head(std::int64_t now);
   // A task's place in the queue's order: (deadline, seq), as TimerHeap::before compares them.
