@@ -36,6 +36,7 @@ void wait_unpinned(TaskBase* t) noexcept {
 Shard::Shard(const EngineState& engine, unsigned index) : engine_(engine), index_(index) {
   staged_.resize(engine.opt.threads_per_shard);
   graveyard_.reserve(2 * kMaxBatch);
+  (void)tsc_is_clocksource();  // its one file read here, not in a runner's first batch
 }
 
 Shard::~Shard() = default;
