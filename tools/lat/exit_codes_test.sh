@@ -26,6 +26,8 @@ expect 2 "--w4-seconds 0" "$lat" -w W4 --w4-seconds 0
 expect 2 "--shards 0" "$lat" -w W3 --shards 0
 expect 2 "--threads 0" "$lat" -w W3 --threads 0
 expect 2 "--repeat 0" "$lat" -w W3 --repeat 0
+expect 2 "--adaptive-percentile 1" "$lat" -w W3 --adaptive-percentile 1
+expect 2 "--adaptive-percentile 0" "$lat" -w W3 --adaptive-percentile 0
 expect 2 "an unknown workload" "$lat" -w W42
 expect 2 "an unknown system" "$lat" -w W3 -s no-such-scheduler
 printf 'this is not JSON\n{"half": \n' > "$scratch/garbage.jsonl"

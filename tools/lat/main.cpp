@@ -390,7 +390,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1024u));
   app.add_option("--adaptive-percentile", cli.adaptive_percentile,
                  "kairos-adaptive: the wake-overshoot percentile its window follows (default: WaitPolicy's)")
-      ->check(CLI::Range(0.0, 1.0).description("in (0, 1)") & CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            double p = 0;
+            try {
+              p = std::stod(v);
+            } catch (...) {
+            }
+            return p > 0 && p < 1 ? std::string() : "must be in (0, 1), got " + v;
+          },
+          "in (0, 1)"));
   app.add_option("--spin-window-us", cli.spin_window_us, "kairos-hybrid spin window")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--pin", cli.pin, "pin scheduler threads (kairos, naive-stpe, asio) and the producer");
