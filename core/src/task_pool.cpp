@@ -38,7 +38,10 @@
 //   (L1) preparing.exchange acquire / (L2) preparing.store release: the try-lock; L1 seeing the
 //        last L2 orders the previous preparer's R1 before this one's R3, so a slab stored is
 //        never overwritten (the store happens only after R3 read null and only under the lock).
-//   (A1) set_slab_allocator_for_testing store release -> (A2) load acquire in new_slab.
+//   (A1) set_slab_allocator_for_testing store release -> (A2) load acquire in new_slab; the
+//        setter then takes and drops every class's `preparing` and carve_mu, so a slab being
+//        taken with the old allocator is in place before it returns (the next (L1) or carve
+//        lock sees (A1)).
 //   (U1) carve: unpopulated.store relaxed -> (U2) prepare: exchange relaxed. Only an address
 //        travels: slabs are never freed, and the kernel populates without changing a byte.
 //
@@ -63,6 +66,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include <kairos/detail/task_pool.hpp>
 
@@ -486,6 +490,18 @@ void task_pool_prepare() noexcept {
 void set_slab_allocator_for_testing(SlabAllocFn fn) noexcept {
   // (A1) release: pairs with (A2).
   g_slab_alloc.store(fn, std::memory_order_release);
+  // Waits out every slab taken with the old allocator: a preparer or a carve that loaded it
+  // before (A1) is still inside its lock; once it leaves, the next one's (L1) / lock acquire pairs
+  // with this (L2) / unlock, which follow (A1), so its (A2) reads fn. Without this a slab the old
+  // allocator gave (~300 us to populate on a VM) could turn up as `ready` after the caller's
+  // release_thread_cache_for_testing(), and an allocation the test expects to fail succeeds.
+  for (Depot& d : g_depots) {
+    // (L1) acquire: the try-lock of task_pool_prepare(), taken by waiting instead of skipping.
+    while (d.preparing.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    { std::lock_guard carve_lock(d.carve_mu); }
+    // (L2) release: pairs with the next preparer's (L1); carries (A1).
+    d.preparing.store(false, std::memory_order_release);
+  }
   if (fn != nullptr) return;
   std::lock_guard lock(g_parked_mu);
   for (std::size_t c = 0; c < kClassCount; ++c) {
