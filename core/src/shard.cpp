@@ -87,14 +87,12 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
   inbox_.abandon();
 }
 
-// Leader side, under mu_: a re-arm to an earlier deadline. A task in the timer queue's heap
-// moves to its new key now; one in the due FIFO, a batch or not yet accepted is already due or
-// checked when it starts (try_start).
+// Leader side, under mu_: a re-arm to an earlier deadline. A task in the timer queue moves to
+// its new key now; one in a batch or not yet accepted is checked when it starts (try_start).
 void Shard::refile(TaskBase* t) {
-  if (t->heap_index == kNotInHeap || t->heap_index == kInFifo) return;
-  const std::int64_t now = engine_.now_ns();
-  queue_.erase(t);  // a heap task (checked above): its key changes only while it is out
-  if (!refiled_at_newest(t, now)) queue_.push(t, now);  // not re-armed after all: where it was
+  if (!TimerQueue::queued(t)) return;
+  queue_.erase(t);  // its key changes only while it is out
+  if (!refiled_at_newest(t)) queue_.push(t);  // not re-armed after all: where it was
 }
 
 // Starts t (kPending -> kRunning) at the key it is filed at, unless it was re-armed since: then
@@ -126,13 +124,13 @@ bool Shard::retained_after_rearm(TaskBase* t) noexcept {
 
 // The head of the timer queue at its newest key (mu_ held): a head re-armed since it was filed
 // goes back in line first, so that discard_oldest cancels the task that is earliest now.
-TaskBase* Shard::settled_head(std::int64_t now) {
+TaskBase* Shard::settled_head() {
   while (!queue_.empty()) {
     TaskBase* t = queue_.top();
     if (!(t->flags & kRearmable)) return t;
     queue_.pop();
-    if (refiled_at_newest(t, now)) continue;
-    queue_.push(t, now);  // at the key it was filed at: the head again
+    if (refiled_at_newest(t)) continue;
+    queue_.push(t);  // at the key it was filed at: the head again
     return t;
   }
   return nullptr;
@@ -156,7 +154,7 @@ std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
 // t, just taken out of the timer queue (mu_ held), goes back in line at its newest key if it was
 // re-armed since it was filed: a pending task (its keys read and adopted under the re-arm lock,
 // L1/L2) or a cancelled one still retained (its keys are final). True if it went back.
-bool Shard::refiled_at_newest(TaskBase* t, std::int64_t now) {
+bool Shard::refiled_at_newest(TaskBase* t) {
   if (!(t->flags & kRearmable)) return false;
   auto* r = static_cast<RearmBase*>(t);
   bool moved = false;
@@ -166,7 +164,7 @@ bool Shard::refiled_at_newest(TaskBase* t, std::int64_t now) {
   } else if (retained_after_rearm(t)) {
     moved = r->adopt_latest();
   }
-  if (moved) queue_.push(t, now);
+  if (moved) queue_.push(t);
   return moved;
 }
 
@@ -319,13 +317,13 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch, std::size_t max) {
     bool stoppable = t->flags & kStoppable;
     if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
     queue_.pop();
-    if (refiled_at_newest(t, now)) continue;  // re-armed since it was filed (also a retained
+    if (refiled_at_newest(t)) continue;  // re-armed since it was filed (also a retained
                                               // cancelled task: it leaves at its newest deadline)
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
       drop_cancelled(t);
       continue;
     }
-    if (stoppable && !start_stoppable(t, now)) continue;
+    if (stoppable && !start_stoppable(t)) continue;
     batch[n++] = Slot{t, t->deadline, 0, stoppable, stoppable};
     if (t->periodic() || stoppable) break;  // a periodic task's next run may come before the
                                             // rest: re-queue it first
@@ -337,14 +335,14 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch, std::size_t max) {
 // A task taking a stop token starts under mu_: a fresh stop source (written before the task is
 // visible as running: cancel(true) touches it only after winning kRunning -> kCancelled), then
 // kPending -> kRunning, and registered for shutdown_now()'s stop requests.
-bool Shard::start_stoppable(TaskBase* t, std::int64_t now) {
+bool Shard::start_stoppable(TaskBase* t) {
   if (std::stop_source* src = t->ops->stop_source(t)) {
     *src = std::stop_source();
     if (engine_.state() >= kStop) src->request_stop();
   }
   switch (try_start(t)) {
     case Start::started: break;
-    case Start::refile: queue_.push(t, now); return false;
+    case Start::refile: queue_.push(t); return false;
     case Start::gone: drop_cancelled(t); return false;
   }
   running_stoppable_.push_back(t);
@@ -420,7 +418,7 @@ void Shard::after_run(const Slot& slot, bool taken) {
   TaskBase* t = slot.task;
   if (!slot.started) {
     if (slot.refile && !taken) {  // re-armed after it was popped: still pending, back in line
-      queue_.push(t, engine_.now_ns());
+      queue_.push(t);
       if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
       return;
     }
@@ -438,7 +436,7 @@ void Shard::after_run(const Slot& slot, bool taken) {
         st == kRunningState || (st == kShutdown && engine_.continue_periodic.load(std::memory_order_acquire));
     if (may_continue && transition(t, kRunning, kPending)) {  // kQueued stays: it is queued again
       add_out(-1);
-      queue_.push(t, engine_.now_ns());
+      queue_.push(t);
       if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
       return;
     }
@@ -458,18 +456,13 @@ void Shard::drain_all() {
                    [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
 }
 
-// One clock read per confirmed batch, after it was confirmed: every submission in it was
-// enqueued before that read, so one made with a zero delay (execute, submit) is due and takes
-// the due FIFO (O(1)) instead of the heap. (One read per drain made the submissions that
-// arrived during a long drain heap tasks: a 4-ary sift each way.)
 void Shard::accept_all(std::span<TaskBase* const> confirmed) {
-  const std::int64_t now = engine_.now_ns();
-  for (TaskBase* t : confirmed) accept(t, now);
+  for (TaskBase* t : confirmed) accept(t);
 }
 
 // A confirmed submission enters the timer queue, unless cancelled or refused by the shutdown
 // policies.
-void Shard::accept(TaskBase* t, std::int64_t now) {
+void Shard::accept(TaskBase* t) {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   for (;;) {
     if ((s & kStateMask) == kCancelled) {  // cancelled before it was queued: no request was sent
@@ -480,12 +473,12 @@ void Shard::accept(TaskBase* t, std::int64_t now) {
         if (!(s & kRemoved)) add_out(1);
         drop(t, false);
       } else {
-        queue_.push(t, now);  // retained until its deadline, as Java's class does
+        queue_.push(t);  // retained until its deadline, as Java's class does
       }
       return;
     }
     int st = engine_.state();
-    if (st >= kStop ? stop_done_ : (st == kShutdown && !allowed_after_shutdown(t, now))) {
+    if (st >= kStop ? stop_done_ : (st == kShutdown && !allowed_after_shutdown(t, engine_.now_ns()))) {
       // Before shutdown_now() took this shard's tasks, it goes to the queue for it to take.
       if (!transition(t, kPending, kCancelled)) {
         s = t->state.load(std::memory_order_acquire);
@@ -507,7 +500,7 @@ void Shard::accept(TaskBase* t, std::int64_t now) {
         static_cast<RearmBase*>(t)->adopt_latest();
         unlock_pending(t);
       }
-      queue_.push(t, now);
+      queue_.push(t);
       return;
     }
   }
@@ -521,8 +514,7 @@ void Shard::request(TaskBase* t, std::uintptr_t tag) {
     bury_later(t);  // the request's reference
     return;
   }
-  if (queue_.erase(t)) bury_later(t);  // the queue's reference; a due task in the FIFO stays
-                                       // until it reaches the front (then dropped)
+  if (queue_.erase(t)) bury_later(t);  // the queue's reference
   bury_later(t);                       // the request's reference
 }
 
@@ -594,9 +586,8 @@ bool Shard::make_room() {
   drain_all();
   wait_.kick();  // what was drained here may be earlier than the deadline the leader waits for
   bool made = false;
-  const std::int64_t now = engine_.now_ns();
   while (!made) {
-    TaskBase* oldest = settled_head(now);
+    TaskBase* oldest = settled_head();
     Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq};
     bool in_batch = false;
     for (auto& staged : staged_)

@@ -141,13 +141,13 @@ class Shard {
   void drain();
   void drain_all();
   void accept_all(std::span<TaskBase* const> confirmed);
-  void accept(TaskBase* t, std::int64_t now);
+  void accept(TaskBase* t);
   void request(TaskBase* t, std::uintptr_t tag);
   void refile(TaskBase* t);
   Start try_start(TaskBase* t) noexcept;
-  bool refiled_at_newest(TaskBase* t, std::int64_t now);
+  bool refiled_at_newest(TaskBase* t);
   bool retained_after_rearm(TaskBase* t) noexcept;
-  TaskBase* settled_head(std::int64_t now);
+  TaskBase* settled_head();
   // A task's place in the queue's order: (deadline, seq), as TimerHeap::before compares them.
   struct Key {
     std::int64_t deadline = 0;
@@ -155,7 +155,7 @@ class Shard {
     bool operator<(const Key& o) const noexcept { return deadline != o.deadline ? deadline < o.deadline : seq < o.seq; }
   };
   static std::optional<Key> newest_key(TaskBase* t) noexcept;
-  bool start_stoppable(TaskBase* t, std::int64_t now);
+  bool start_stoppable(TaskBase* t);
   void run_task(Slot& slot, BatchClock& clock);
   void finish_run(TaskBase* t, bool ok);
   void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks

@@ -1,12 +1,11 @@
-// timer_queue.hpp: a shard's pending tasks: the indexed heap plus a FIFO of due tasks.
+// timer_queue.hpp: a shard's pending tasks: the indexed heap plus a sorted run.
 // Threads: guarded by the shard's lock; no member is thread-safe.
 // Order:   top() is the earliest (deadline, seq) of both parts.
-// Why:     a task that is already due when the leader drains it, and that sorts after every
-//          task in the FIFO, is appended to the FIFO in O(1) instead of sifting through a heap
-//          that a fast producer of zero-delay work (execute, submit) would grow to millions.
-//          The FIFO stays sorted because it only ever takes such tasks.
-// Cancel:  erase() of a FIFO task returns false and leaves it in place: it is due and is dropped
-//          when it reaches the front, so remove-on-cancel retains it for no longer than that.
+// Why:     a task that sorts at or after the last one the run took is appended to the run in
+//          O(1) (sorted_run.hpp) instead of sifting through the heap: zero-delay work, equal
+//          delays and equal deadlines arrive that way, and a burst of 100,000 equal deadlines
+//          then leaves in 100,000 O(1) pops. Other tasks take the heap.
+// Cancel:  erase() is O(log n) for a heap task and O(1) for a run task.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -14,52 +13,56 @@
 #include <kairos/detail/task.hpp>
 #include <kairos/duration.hpp>
 
+#include "sorted_run.hpp"
 #include "timer_heap.hpp"
 
 namespace kairos::detail {
 
-inline constexpr std::uint32_t kInFifo = 0xFFFFFFFEu;
-
 class TimerQueue {
  public:
-  bool empty() const noexcept { return heap_.empty() && fifo_size_ == 0; }
-  std::size_t size() const noexcept { return heap_.size() + fifo_size_; }
+  bool empty() const noexcept { return heap_.empty() && run_.empty(); }
+  std::size_t size() const noexcept { return heap_.size() + run_.size(); }
 
   TaskBase* top() const noexcept {
-    if (fifo_size_ == 0) return heap_.top();
-    TaskBase* f = fifo_front();
-    if (heap_.empty() || TimerHeap::before(f, heap_.top())) return f;
+    if (run_.empty()) return heap_.top();
+    TaskBase* r = run_.front();
+    if (heap_.empty() || TimerHeap::before(r, heap_.top())) return r;
     return heap_.top();
   }
 
   TaskBase* pop() noexcept {
-    if (fifo_size_ != 0 && (heap_.empty() || TimerHeap::before(fifo_front(), heap_.top()))) {
-      TaskBase* t = fifo_[head_];
-      head_ = (head_ + 1) & (fifo_.size() - 1);
-      --fifo_size_;
-      t->heap_index = kNotInHeap;
-      return t;
-    }
+    if (!run_.empty() && (heap_.empty() || TimerHeap::before(run_.front(), heap_.top()))) return run_.pop_front();
     return heap_.pop();
   }
 
-  // now: the clock when the caller looked. True iff t became the earliest.
-  bool push(TaskBase* t, std::int64_t now) {
-    if (t->deadline <= now && !t->never_due() && (fifo_size_ == 0 || !TimerHeap::before(t, fifo_back()))) {
-      if (fifo_size_ == fifo_.size()) grow();
-      fifo_[(head_ + fifo_size_) & (fifo_.size() - 1)] = t;
-      ++fifo_size_;
-      t->heap_index = kInFifo;
-      return top() == t;
+  // True iff t became the earliest. A task that sorts before the run's back by at most
+  // kMaxMoved tasks takes their place in the run, and they go to the heap: a few tasks far
+  // later than the rest do not close the run to everything before them, and each task moves
+  // at most once. Other tasks take the heap, and so does a task never due (its key is the
+  // largest: it would close the run to every other task).
+  bool push(TaskBase* t) {
+    if (!t->never_due()) {
+      if (!run_.accepts(t)) {
+        const std::size_t later = run_.later_at_back(t, kMaxMoved);
+        if (later <= kMaxMoved)
+          for (std::size_t i = 0; i < later; ++i) heap_.push(run_.pop_back());
+      }
+      if (run_.accepts(t)) {
+        run_.append(t);
+        return top() == t;
+      }
     }
-    return heap_.push(t);
+    return heap_.push(t) && top() == t;
   }
 
-  // Remove-on-cancel: O(log n) for heap tasks; false (left in place) for FIFO tasks.
-  bool erase(TaskBase* t) noexcept { return t->heap_index != kInFifo && heap_.erase(t); }
+  // True if t was here and is removed: O(log n) in the heap, O(1) in the run.
+  bool erase(TaskBase* t) noexcept { return SortedRun::holds(t->heap_index) ? run_.erase(t) : heap_.erase(t); }
+
+  static bool queued(const TaskBase* t) noexcept { return t->heap_index != kNotInHeap; }
+  static bool in_run(const TaskBase* t) noexcept { return SortedRun::holds(t->heap_index); }
 
   // Cold paths (shutdown, policies): removes every task for which pred(t) holds, wherever it
-  // is, and hands it to out(t). O(n): the heap is rebuilt once, the FIFO filtered in place.
+  // is, and hands it to out(t). O(n): the heap is rebuilt once, the run filtered in place.
   template <class Pred, class Out>
   void remove_if(Pred&& pred, Out&& out) {
     std::vector<TaskBase*> kept;
@@ -69,51 +72,28 @@ class TimerQueue {
       else kept.push_back(t);
     }
     heap_.assign(std::move(kept));
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < fifo_size_; ++i) {
-      TaskBase* t = fifo_[(head_ + i) & (fifo_.size() - 1)];
-      if (pred(t)) {
-        t->heap_index = kNotInHeap;
-        out(t);
-      } else {
-        fifo_[(head_ + n++) & (fifo_.size() - 1)] = t;
-      }
-    }
-    fifo_size_ = n;
+    run_.remove_if(pred, out);
   }
 
   template <class Fn>
   void for_each(Fn&& fn) const {
     for (TaskBase* t : heap_.items()) fn(t);
-    for (std::size_t i = 0; i < fifo_size_; ++i) fn(fifo_[(head_ + i) & (fifo_.size() - 1)]);
+    run_.for_each(fn);
   }
 
   void clear() noexcept {
     heap_.clear();
-    for (std::size_t i = 0; i < fifo_size_; ++i) fifo_[(head_ + i) & (fifo_.size() - 1)]->heap_index = kNotInHeap;
-    clear_fifo();
+    run_.clear();
   }
 
   const TimerHeap& heap() const noexcept { return heap_; }
+  const SortedRun& run() const noexcept { return run_; }
 
  private:
-  TaskBase* fifo_front() const noexcept { return fifo_[head_]; }
-  TaskBase* fifo_back() const noexcept { return fifo_[(head_ + fifo_size_ - 1) & (fifo_.size() - 1)]; }
-  void clear_fifo() noexcept {
-    head_ = 0;
-    fifo_size_ = 0;
-  }
-  void grow() {
-    std::vector<TaskBase*> bigger(fifo_.empty() ? 1024 : fifo_.size() * 2);
-    for (std::size_t i = 0; i < fifo_size_; ++i) bigger[i] = fifo_[(head_ + i) & (fifo_.size() - 1)];
-    fifo_.swap(bigger);
-    head_ = 0;
-  }
+  static constexpr std::size_t kMaxMoved = 4;
 
   TimerHeap heap_;
-  std::vector<TaskBase*> fifo_;  // ring; size is 0 or a power of two
-  std::size_t head_ = 0;
-  std::size_t fifo_size_ = 0;
+  SortedRun run_;
 };
 
 }  // namespace kairos::detail

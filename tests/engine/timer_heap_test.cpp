@@ -1,4 +1,4 @@
-// The indexed heap and the due FIFO beside it, against an ordered reference.
+// The indexed heap, against an ordered reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +11,6 @@
 #include <kairos/detail/task.hpp>
 
 #include "timer_heap.hpp"
-#include "timer_queue.hpp"
 
 namespace kairos::detail {
 namespace {
@@ -74,87 +73,6 @@ TEST(TimerHeap, EqualDeadlinesPopInSequenceOrder) {
     heap.push(nodes[i].get());
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) EXPECT_EQ(heap.pop()->seq, i);
-}
-
-TEST(TimerQueue, DueFifoAndHeapPopInDeadlineThenSequenceOrder) {
-  std::mt19937_64 rng(99);
-  auto nodes = make_nodes(20000);
-  TimerQueue q;
-  std::set<Key> ref;
-  std::int64_t now = 0;
-  std::uint64_t seq = 0;
-  std::size_t next = 0;
-  std::size_t fifo_used = 0;
-  for (int step = 0; step < 100000; ++step) {
-    if (rng() % 3 != 0 && next < nodes.size()) {
-      TaskBase* t = nodes[next++].get();
-      // Mostly "already due, in order" (the FIFO's case), sometimes late or in the future.
-      std::int64_t r = static_cast<std::int64_t>(rng() % 100);
-      t->deadline = r < 70 ? now : r < 85 ? now - r : now + r;
-      t->seq = seq++;
-      q.push(t, now);
-      if (t->heap_index == kInFifo) ++fifo_used;
-      ref.insert({t->deadline, t->seq});
-    } else if (!q.empty()) {
-      TaskBase* t = q.pop();
-      ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin()) << "step " << step;
-      ref.erase(ref.begin());
-    }
-    if (rng() % 50 == 0) now += static_cast<std::int64_t>(rng() % 20);
-    ASSERT_EQ(q.size(), ref.size());
-  }
-  EXPECT_GT(fifo_used, 1000u);  // the FIFO was exercised, not bypassed
-}
-
-TEST(TimerQueue, EraseLeavesFifoTasksAndRemovesHeapTasks) {
-  auto nodes = make_nodes(3);
-  TimerQueue q;
-  nodes[0]->deadline = 0;  nodes[0]->seq = 0;
-  nodes[1]->deadline = 50; nodes[1]->seq = 1;
-  nodes[2]->deadline = 0;  nodes[2]->seq = 2;
-  q.push(nodes[0].get(), 10);  // due: FIFO
-  q.push(nodes[1].get(), 10);  // later: heap
-  q.push(nodes[2].get(), 10);  // due and after the FIFO's back: FIFO
-  EXPECT_EQ(nodes[0]->heap_index, kInFifo);
-  EXPECT_FALSE(q.erase(nodes[0].get()));
-  EXPECT_TRUE(q.erase(nodes[1].get()));
-  std::vector<TaskBase*> out;
-  q.remove_if([&](TaskBase* t) { return t == nodes[0].get(); }, [&](TaskBase* t) { out.push_back(t); });
-  EXPECT_EQ(out, std::vector<TaskBase*>{nodes[0].get()});
-  EXPECT_EQ(nodes[0]->heap_index, kNotInHeap);
-  EXPECT_EQ(q.size(), 1u);
-  EXPECT_EQ(q.pop(), nodes[2].get());
-  EXPECT_TRUE(q.empty());
-}
-
-TEST(TimerQueue, RemoveIfKeepsOrderOfBothPartsAgainstAnOrderedSet) {
-  std::mt19937_64 rng(99);
-  auto nodes = make_nodes(4000);
-  TimerQueue q;
-  std::set<Key> ref;
-  std::int64_t now = 1000;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    TaskBase* t = nodes[i].get();
-    t->deadline = static_cast<std::int64_t>(rng() % 2000);  // about half due: FIFO or heap
-    t->seq = i;
-    q.push(t, now);
-    ref.insert({t->deadline, t->seq});
-  }
-  std::vector<TaskBase*> out;
-  q.remove_if([](TaskBase* t) { return t->seq % 3 == 0; }, [&](TaskBase* t) { out.push_back(t); });
-  for (TaskBase* t : out) {
-    EXPECT_EQ(t->heap_index, kNotInHeap);
-    ref.erase({t->deadline, t->seq});
-  }
-  EXPECT_EQ(out.size(), (nodes.size() + 2) / 3);
-  EXPECT_TRUE(q.heap().check_invariants());
-  while (!ref.empty()) {
-    ASSERT_FALSE(q.empty());
-    TaskBase* t = q.pop();
-    ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
-    ref.erase(ref.begin());
-  }
-  EXPECT_TRUE(q.empty());
 }
 
 }  // namespace

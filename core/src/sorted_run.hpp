@@ -1,0 +1,214 @@
+// sorted_run.hpp: tasks that arrived in key order, kept in that order at O(1) per operation.
+// Threads: guarded by the shard's lock; no member is thread-safe.
+// Order:   a task is appended only if it sorts at or after the last one appended (deadline,
+//          then seq), so the ring is sorted from front to back and front() is the earliest.
+// Why:     timers mostly arrive in deadline order: equal delays (an order-timeout window, a
+//          burst at one absolute deadline), zero delays (execute, submit), a fixed-rate task's
+//          next run. Those skip the heap's O(log n) sift each way, and its cache misses on the
+//          nodes of its children: appended at the back, taken from the front.
+// Erase:   O(1): the task's slot is in its heap_index (tagged, see below) and becomes a hole
+//          (nullptr) that pops skip. Holes are squeezed out when the ring is full and at least
+//          half of it is holes, so the ring holds at most about twice the peak of live tasks and
+//          each hole costs O(1) amortised.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <kairos/detail/task.hpp>
+
+namespace kairos::detail {
+
+class SortedRun {
+ public:
+  // heap_index of a task in a run: kTag | (position & kPositionMask). Heap slots stay below
+  // kTag, and no tagged value reaches kNotInHeap. Positions count appends; a slot is a position
+  // modulo the ring's size (a power of two, at most kPositionMask + 1, so one tagged value
+  // names one slot).
+  static constexpr std::uint32_t kTag = 0x80000000u;
+  static constexpr std::uint32_t kPositionMask = 0x3FFFFFFFu;
+  static constexpr bool holds(std::uint32_t heap_index) noexcept { return (heap_index & 0xC0000000u) == kTag; }
+
+  bool empty() const noexcept { return live_ == 0; }
+  std::size_t size() const noexcept { return live_; }
+  TaskBase* front() const noexcept { return ring_[slot(head_)]; }  // not empty: never a hole
+
+  // True if t may be appended: it sorts after the run's back (its last live task). A task far
+  // later than the rest closes the run until it leaves (popped or erased); the tasks before it
+  // then take the heap, as they would with no run at all.
+  bool accepts(const TaskBase* t) const noexcept {
+    if (live_ == 0) return true;
+    if (ring_.size() > kPositionMask && span() == ring_.size() && live_ > ring_.size() / 2) return false;  // 2^30
+    if (t->deadline != back_deadline_) return t->deadline > back_deadline_;
+    return t->seq > back_seq_;
+  }
+
+  // How many tasks at the back sort after t, if at most `max` do and no more than a few holes
+  // lie among them; max + 1 otherwise. Reads the nodes it counts.
+  std::size_t later_at_back(const TaskBase* t, std::size_t max) const noexcept {
+    std::size_t later = 0;
+    for (std::uint64_t p = tail_, holes = 0; p != head_; --p) {
+      const TaskBase* x = ring_[slot(p - 1)];
+      if (x == nullptr) {
+        if (++holes > 8) return max + 1;
+        continue;
+      }
+      if (x->deadline != t->deadline ? x->deadline < t->deadline : x->seq < t->seq) break;
+      if (++later > max) break;
+    }
+    return later;
+  }
+
+  // Takes the back (not empty) out; the task before it becomes the back.
+  TaskBase* pop_back() noexcept {
+    TaskBase* back = ring_[slot(tail_ - 1)];
+    ring_[slot(tail_ - 1)] = nullptr;
+    back->heap_index = kNotInHeap;
+    if (--live_ == 0) {
+      head_ = tail_;
+    } else {
+      trim_back();
+    }
+    return back;
+  }
+
+  // accepts(t) holds. Amortised O(1); allocates only when the ring grows.
+  void append(TaskBase* t) {
+    if (live_ == 0) head_ = tail_ = 0;  // holes left behind go too
+    if (tail_ - head_ == ring_.size()) make_room();
+    ring_[slot(tail_)] = t;
+    t->heap_index = kTag | static_cast<std::uint32_t>(tail_ & kPositionMask);
+    ++tail_;
+    ++live_;
+    back_deadline_ = t->deadline;
+    back_seq_ = t->seq;
+  }
+
+  TaskBase* pop_front() noexcept {
+    TaskBase* t = ring_[slot(head_)];
+    ring_[slot(head_)] = nullptr;
+    t->heap_index = kNotInHeap;
+    --live_;
+    skip_holes();
+    return t;
+  }
+
+  // false if t is not in this run.
+  bool erase(TaskBase* t) noexcept {
+    if (!holds(t->heap_index) || ring_.empty()) return false;
+    TaskBase*& s = ring_[(t->heap_index & kPositionMask) & (ring_.size() - 1)];
+    if (s != t) return false;
+    s = nullptr;
+    t->heap_index = kNotInHeap;
+    --live_;
+    skip_holes();
+    trim_back();
+    return true;
+  }
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::uint64_t p = head_; p != tail_; ++p)
+      if (TaskBase* t = ring_[slot(p)]) fn(t);
+  }
+
+  // Removes every task for which pred(t) holds and hands it to out(t); keeps the others' order.
+  template <class Pred, class Out>
+  void remove_if(Pred&& pred, Out&& out) {
+    for (std::uint64_t p = head_; p != tail_; ++p) {
+      TaskBase*& s = ring_[slot(p)];
+      if (s != nullptr && pred(s)) {
+        TaskBase* t = s;
+        s = nullptr;
+        t->heap_index = kNotInHeap;
+        --live_;
+        out(t);
+      }
+    }
+    skip_holes();
+    trim_back();
+  }
+
+  void clear() noexcept {
+    for_each([](TaskBase* t) { t->heap_index = kNotInHeap; });
+    for (std::uint64_t p = head_; p != tail_; ++p) ring_[slot(p)] = nullptr;
+    head_ = tail_ = 0;
+    live_ = 0;
+  }
+
+  // Slots in use, holes included (tests: the bound on holes).
+  std::size_t span() const noexcept { return static_cast<std::size_t>(tail_ - head_); }
+  std::size_t capacity() const noexcept { return ring_.size(); }
+
+  // Order, positions and the count; tests call it.
+  bool check_invariants() const noexcept {
+    std::size_t n = 0;
+    const TaskBase* prev = nullptr;
+    for (std::uint64_t p = head_; p != tail_; ++p) {
+      const TaskBase* t = ring_[slot(p)];
+      if (t == nullptr) continue;
+      if (t->heap_index != (kTag | static_cast<std::uint32_t>(p & kPositionMask))) return false;
+      if (prev != nullptr && (t->deadline < prev->deadline || (t->deadline == prev->deadline && t->seq < prev->seq)))
+        return false;
+      prev = t;
+      ++n;
+    }
+    if (live_ != 0 && (ring_[slot(head_)] == nullptr || ring_[slot(tail_ - 1)] == nullptr)) return false;
+    if (live_ != 0 && (ring_[slot(tail_ - 1)]->deadline != back_deadline_ || ring_[slot(tail_ - 1)]->seq != back_seq_))
+      return false;
+    return n == live_;
+  }
+
+ private:
+  std::size_t slot(std::uint64_t position) const noexcept {
+    return static_cast<std::size_t>(position) & (ring_.size() - 1);
+  }
+
+  void skip_holes() noexcept {
+    if (live_ == 0) {
+      head_ = tail_;
+      return;
+    }
+    while (ring_[slot(head_)] == nullptr) ++head_;
+  }
+
+  // The back is a live task (or the run is empty), and the key accepts() compares with is its.
+  void trim_back() noexcept {
+    if (live_ == 0) return;  // skip_holes() emptied it
+    if (ring_[slot(tail_ - 1)] != nullptr) return;
+    while (ring_[slot(tail_ - 1)] == nullptr) --tail_;
+    const TaskBase* back = ring_[slot(tail_ - 1)];
+    back_deadline_ = back->deadline;
+    back_seq_ = back->seq;
+  }
+
+  // The ring is full: squeeze the holes out if they are at least half of it, else double it.
+  void make_room() {
+    const std::size_t size = ring_.size();
+    if (size != 0 && live_ <= size / 2) {
+      std::uint64_t to = head_;
+      for (std::uint64_t p = head_; p != tail_; ++p) {
+        TaskBase* t = ring_[slot(p)];
+        if (t == nullptr) continue;
+        ring_[slot(p)] = nullptr;
+        ring_[slot(to)] = t;
+        t->heap_index = kTag | static_cast<std::uint32_t>(to & kPositionMask);
+        ++to;
+      }
+      tail_ = to;
+      return;
+    }
+    std::vector<TaskBase*> bigger(size == 0 ? 1024 : size * 2, nullptr);
+    for (std::uint64_t p = head_; p != tail_; ++p)
+      bigger[static_cast<std::size_t>(p) & (bigger.size() - 1)] = ring_[slot(p)];
+    ring_.swap(bigger);
+  }
+
+  std::vector<TaskBase*> ring_;  // size 0 or a power of two; nullptr: a hole or unused
+  std::uint64_t head_ = 0;       // position of the front (a live task unless empty)
+  std::uint64_t tail_ = 0;       // position the next append takes
+  std::size_t live_ = 0;
+  std::int64_t back_deadline_ = 0;  // key of the back (unless empty)
+  std::uint64_t back_seq_ = 0;
+};
+
+}  // namespace kairos::detail

@@ -1,0 +1,144 @@
+// The sorted run: O(1) append, pop and erase, holes squeezed out, memory bounded.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <kairos/detail/task.hpp>
+
+#include "sorted_run.hpp"
+
+namespace kairos::detail {
+namespace {
+
+std::vector<std::unique_ptr<TaskBase>> make_nodes(std::size_t n) {
+  std::vector<std::unique_ptr<TaskBase>> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back(std::make_unique<TaskBase>());
+  return v;
+}
+
+TEST(SortedRun, AcceptsOnlyWhatSortsAtOrAfterTheLastAppended) {
+  auto nodes = make_nodes(4);
+  SortedRun run;
+  nodes[0]->deadline = 10; nodes[0]->seq = 5;
+  EXPECT_TRUE(run.accepts(nodes[0].get()));  // empty: anything
+  run.append(nodes[0].get());
+  nodes[1]->deadline = 10; nodes[1]->seq = 4;
+  EXPECT_FALSE(run.accepts(nodes[1].get()));  // equal deadline, earlier seq
+  nodes[2]->deadline = 9;  nodes[2]->seq = 9;
+  EXPECT_FALSE(run.accepts(nodes[2].get()));  // earlier deadline
+  nodes[3]->deadline = 10; nodes[3]->seq = 8;
+  EXPECT_TRUE(run.accepts(nodes[3].get()));
+  run.append(nodes[3].get());
+  // The back bounds the order; once it is erased, the last live task does.
+  nodes[1]->deadline = 10; nodes[1]->seq = 7;
+  EXPECT_FALSE(run.accepts(nodes[1].get()));
+  EXPECT_TRUE(run.erase(nodes[3].get()));
+  EXPECT_TRUE(run.accepts(nodes[1].get()));
+  EXPECT_EQ(run.front(), nodes[0].get());
+  EXPECT_TRUE(run.erase(nodes[0].get()));
+  EXPECT_TRUE(run.empty());
+  EXPECT_TRUE(run.accepts(nodes[2].get()));  // empty again: anything
+}
+
+// W2's shape: a window of timeouts, each cancelled soon after it is set, keys rising. Every
+// operation is O(1); the holes are squeezed out, so the ring stays near twice the window.
+TEST(SortedRun, ChurnKeepsTheRingNearTwiceThePeakOfLiveTasks) {
+  constexpr std::size_t kWindow = 1024;
+  auto nodes = make_nodes(kWindow * 4);
+  SortedRun run;
+  std::deque<TaskBase*> window;
+  std::vector<TaskBase*> free_nodes;
+  for (auto& n : nodes) free_nodes.push_back(n.get());
+  std::mt19937_64 rng(5);
+  std::size_t max_capacity = 0;
+  for (std::uint64_t i = 0; i < 2'000'000; ++i) {
+    TaskBase* t = free_nodes.back();
+    free_nodes.pop_back();
+    t->deadline = static_cast<std::int64_t>(i);
+    t->seq = i;
+    ASSERT_TRUE(run.accepts(t));
+    run.append(t);
+    window.push_back(t);
+    if (window.size() > kWindow) {  // cancel one at random within the window
+      const std::size_t k = rng() % window.size();
+      TaskBase* c = window[k];
+      window.erase(window.begin() + static_cast<std::ptrdiff_t>(k));
+      ASSERT_TRUE(run.erase(c));
+      ASSERT_FALSE(run.erase(c));  // once
+      free_nodes.push_back(c);
+    }
+    max_capacity = std::max(max_capacity, run.capacity());
+    if (i % 100'003 == 0) {
+      ASSERT_TRUE(run.check_invariants());
+    }
+  }
+  EXPECT_EQ(run.size(), kWindow);
+  EXPECT_LE(max_capacity, 4 * kWindow);
+  EXPECT_TRUE(run.check_invariants());
+}
+
+// Pops come out in order past holes, and positions survive growth and squeezing.
+TEST(SortedRun, PopsInOrderPastHolesThroughGrowthAndSqueezing) {
+  auto nodes = make_nodes(50000);
+  SortedRun run;
+  std::mt19937_64 rng(11);
+  std::deque<TaskBase*> expect;
+  std::uint64_t key = 0;
+  std::size_t next = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (int i = 0; i < 200 && next < nodes.size(); ++i) {
+      TaskBase* t = nodes[next++].get();
+      t->deadline = static_cast<std::int64_t>(key / 3);  // runs of equal deadlines
+      t->seq = key++;
+      run.append(t);
+      expect.push_back(t);
+    }
+    for (int i = 0; i < 60 && !expect.empty(); ++i) {  // erase some anywhere
+      std::size_t k = rng() % expect.size();
+      ASSERT_TRUE(run.erase(expect[k]));
+      expect.erase(expect.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    for (int i = 0; i < 100 && !expect.empty(); ++i) {
+      ASSERT_EQ(run.front(), expect.front());
+      ASSERT_EQ(run.pop_front(), expect.front());
+      EXPECT_EQ(expect.front()->heap_index, kNotInHeap);
+      expect.pop_front();
+    }
+    ASSERT_EQ(run.size(), expect.size());
+    ASSERT_TRUE(run.check_invariants());
+  }
+  while (!expect.empty()) {
+    ASSERT_EQ(run.pop_front(), expect.front());
+    expect.pop_front();
+  }
+  EXPECT_TRUE(run.empty());
+}
+
+TEST(SortedRun, RemoveIfAndClearLeaveNoTaskMarkedQueued) {
+  auto nodes = make_nodes(3000);
+  SortedRun run;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i]->deadline = static_cast<std::int64_t>(i);
+    nodes[i]->seq = i;
+    run.append(nodes[i].get());
+  }
+  std::size_t out = 0;
+  run.remove_if([](TaskBase* t) { return t->seq < 1000 || t->seq % 2 == 0; },
+                [&](TaskBase* t) {
+                  EXPECT_EQ(t->heap_index, kNotInHeap);
+                  ++out;
+                });
+  EXPECT_EQ(out, 2000u);
+  EXPECT_EQ(run.size(), 1000u);
+  EXPECT_EQ(run.front()->seq, 1001u);
+  EXPECT_TRUE(run.check_invariants());
+  run.clear();
+  EXPECT_TRUE(run.empty());
+  for (auto& n : nodes) EXPECT_EQ(n->heap_index, kNotInHeap);
+}
+
+}  // namespace
+}  // namespace kairos::detail
