@@ -43,8 +43,11 @@ class SortedRun {
   }
 
   // How many tasks at the back sort after t, if at most `max` do and no more than a few holes
-  // lie among them; max + 1 otherwise. Reads the nodes it counts.
-  std::size_t later_at_back(const TaskBase* t, std::size_t max) const noexcept {
+  // lie among them; max + 1 otherwise. Reads the nodes it counts, unless an earlier call that
+  // gave up already showed that t sorts before max + 1 of them (the run unchanged since): a
+  // stream of keys in random order, which the run refuses, costs one comparison each.
+  std::size_t later_at_back(const TaskBase* t, std::size_t max) noexcept {
+    if (refused_below_ && before(t->deadline, t->seq, refused_deadline_, refused_seq_)) return max + 1;
     std::size_t later = 0;
     for (std::uint64_t p = tail_, holes = 0; p != head_; --p) {
       const TaskBase* x = ring_[slot(p - 1)];
@@ -52,14 +55,20 @@ class SortedRun {
         if (++holes > 8) return max + 1;
         continue;
       }
-      if (x->deadline != t->deadline ? x->deadline < t->deadline : x->seq < t->seq) break;
-      if (++later > max) break;
+      if (before(x->deadline, x->seq, t->deadline, t->seq)) break;
+      if (++later > max) {  // x is the (max + 1)-th: whatever sorts before it is refused too
+        refused_below_ = true;
+        refused_deadline_ = x->deadline;
+        refused_seq_ = x->seq;
+        break;
+      }
     }
     return later;
   }
 
   // Takes the back (not empty) out; the task before it becomes the back.
   TaskBase* pop_back() noexcept {
+    refused_below_ = false;
     TaskBase* back = ring_[slot(tail_ - 1)];
     ring_[slot(tail_ - 1)] = nullptr;
     back->heap_index = kNotInHeap;
@@ -73,6 +82,7 @@ class SortedRun {
 
   // accepts(t) holds. Amortised O(1); allocates only when the ring grows.
   void append(TaskBase* t) {
+    refused_below_ = false;
     if (live_ == 0) head_ = tail_ = 0;  // holes left behind go too
     if (tail_ - head_ == ring_.size()) make_room();
     ring_[slot(tail_)] = t;
@@ -84,6 +94,7 @@ class SortedRun {
   }
 
   TaskBase* pop_front() noexcept {
+    refused_below_ = false;
     TaskBase* t = ring_[slot(head_)];
     ring_[slot(head_)] = nullptr;
     t->heap_index = kNotInHeap;
@@ -97,6 +108,7 @@ class SortedRun {
     if (!holds(t->heap_index) || ring_.empty()) return false;
     TaskBase*& s = ring_[(t->heap_index & kPositionMask) & (ring_.size() - 1)];
     if (s != t) return false;
+    refused_below_ = false;
     s = nullptr;
     t->heap_index = kNotInHeap;
     --live_;
@@ -114,6 +126,7 @@ class SortedRun {
   // Removes every task for which pred(t) holds and hands it to out(t); keeps the others' order.
   template <class Pred, class Out>
   void remove_if(Pred&& pred, Out&& out) {
+    refused_below_ = false;
     for (std::uint64_t p = head_; p != tail_; ++p) {
       TaskBase*& s = ring_[slot(p)];
       if (s != nullptr && pred(s)) {
@@ -129,6 +142,7 @@ class SortedRun {
   }
 
   void clear() noexcept {
+    refused_below_ = false;
     for_each([](TaskBase* t) { t->heap_index = kNotInHeap; });
     for (std::uint64_t p = head_; p != tail_; ++p) ring_[slot(p)] = nullptr;
     head_ = tail_ = 0;
@@ -159,6 +173,10 @@ class SortedRun {
   }
 
  private:
+  static bool before(std::int64_t ad, std::uint64_t as, std::int64_t bd, std::uint64_t bs) noexcept {
+    return ad != bd ? ad < bd : as < bs;
+  }
+
   std::size_t slot(std::uint64_t position) const noexcept {
     return static_cast<std::size_t>(position) & (ring_.size() - 1);
   }
@@ -209,6 +227,9 @@ class SortedRun {
   std::size_t live_ = 0;
   std::int64_t back_deadline_ = 0;  // key of the back (unless empty)
   std::uint64_t back_seq_ = 0;
+  bool refused_below_ = false;  // later_at_back(): keys before this one are refused (run unchanged)
+  std::int64_t refused_deadline_ = 0;
+  std::uint64_t refused_seq_ = 0;
 };
 
 }  // namespace kairos::detail

@@ -140,5 +140,30 @@ TEST(SortedRun, RemoveIfAndClearLeaveNoTaskMarkedQueued) {
   for (auto& n : nodes) EXPECT_EQ(n->heap_index, kNotInHeap);
 }
 
+// later_at_back() remembers a refusal only while the run does not change.
+TEST(SortedRun, ARefusalHoldsUntilTheRunChanges) {
+  auto nodes = make_nodes(8);
+  SortedRun run;
+  for (int i = 0; i < 7; ++i) {
+    nodes[i]->deadline = 100 + 10 * i;  // 100 .. 160
+    nodes[i]->seq = static_cast<std::uint64_t>(i);
+    run.append(nodes[i].get());
+  }
+  nodes[7]->deadline = 105;  // before six of them
+  nodes[7]->seq = 7;
+  EXPECT_EQ(run.later_at_back(nodes[7].get(), 4), 5u);
+  EXPECT_EQ(run.later_at_back(nodes[7].get(), 4), 5u);  // remembered
+  ASSERT_TRUE(run.erase(nodes[6].get()));
+  ASSERT_TRUE(run.erase(nodes[5].get()));
+  EXPECT_EQ(run.later_at_back(nodes[7].get(), 4), 4u);  // forgotten: four now
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(run.pop_back(), nodes[4 - i].get());
+  EXPECT_TRUE(run.accepts(nodes[7].get()));
+  run.append(nodes[7].get());
+  EXPECT_TRUE(run.check_invariants());
+  EXPECT_EQ(run.pop_front(), nodes[0].get());
+  EXPECT_EQ(run.pop_front(), nodes[7].get());
+  EXPECT_TRUE(run.empty());
+}
+
 }  // namespace
 }  // namespace kairos::detail
