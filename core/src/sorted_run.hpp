@@ -26,6 +26,9 @@ class SortedRun {
   // names one slot).
   static constexpr std::uint32_t kTag = 0x80000000u;
   static constexpr std::uint32_t kPositionMask = 0x3FFFFFFFu;
+  // The ring doubles only when more than half of it is live, so with fewer than 2^29 live tasks
+  // it never outgrows kPositionMask + 1 slots.
+  static constexpr std::size_t kMaxLive = std::size_t{1} << 29;
   static constexpr bool holds(std::uint32_t heap_index) noexcept { return (heap_index & 0xC0000000u) == kTag; }
 
   bool empty() const noexcept { return live_ == 0; }
@@ -36,18 +39,23 @@ class SortedRun {
   // later than the rest closes the run until it leaves (popped or erased); the tasks before it
   // then take the heap, as they would with no run at all.
   bool accepts(const TaskBase* t) const noexcept {
-    if (live_ == 0) return true;
-    if (ring_.size() > kPositionMask && span() == ring_.size() && live_ > ring_.size() / 2) return false;  // 2^30
+    if (live_ - 1 >= kMaxLive - 1) [[unlikely]]  // one comparison for both bounds
+      return live_ == 0;
     if (t->deadline != back_deadline_) return t->deadline > back_deadline_;
     return t->seq > back_seq_;
   }
 
+  // True if an earlier later_at_back() that gave up showed that t sorts before more than `max`
+  // tasks at the back (the run unchanged since): a stream of keys in random order, which the
+  // run refuses, costs one comparison each.
+  bool known_to_refuse(const TaskBase* t) const noexcept {
+    return refused_below_ && before(t->deadline, t->seq, refused_deadline_, refused_seq_);
+  }
+
   // How many tasks at the back sort after t, if at most `max` do and no more than a few holes
-  // lie among them; max + 1 otherwise. Reads the nodes it counts, unless an earlier call that
-  // gave up already showed that t sorts before max + 1 of them (the run unchanged since): a
-  // stream of keys in random order, which the run refuses, costs one comparison each.
+  // lie among them; max + 1 otherwise. Reads the nodes it counts; remembers a refusal for
+  // known_to_refuse().
   std::size_t later_at_back(const TaskBase* t, std::size_t max) noexcept {
-    if (refused_below_ && before(t->deadline, t->seq, refused_deadline_, refused_seq_)) return max + 1;
     std::size_t later = 0;
     for (std::uint64_t p = tail_, holes = 0; p != head_; --p) {
       const TaskBase* x = ring_[slot(p - 1)];

@@ -41,7 +41,7 @@ class TimerQueue {
   // at most once. Other tasks take the heap, and so does a task never due (its key is the
   // largest: it would close the run to every other task).
   bool push(TaskBase* t) {
-    if (!t->never_due()) {
+    if (!t->never_due() && !run_.known_to_refuse(t)) {
       if (!run_.accepts(t)) {
         const std::size_t later = run_.later_at_back(t, kMaxMoved);
         if (later <= kMaxMoved)
