@@ -12,9 +12,10 @@
 //          each hole costs O(1) amortised.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include <kairos/detail/task.hpp>
+
+#include "page_array.hpp"
 
 namespace kairos::detail {
 
@@ -223,13 +224,20 @@ class SortedRun {
       tail_ = to;
       return;
     }
-    std::vector<TaskBase*> bigger(size == 0 ? 1024 : size * 2, nullptr);
-    for (std::uint64_t p = head_; p != tail_; ++p)
-      bigger[static_cast<std::size_t>(p) & (bigger.size() - 1)] = ring_[slot(p)];
-    ring_.swap(bigger);
+    // Doubled in place (page_array.hpp). A position's slot keeps its low bits and may gain the
+    // old size's bit: the full ring's positions are `size` consecutive ones, so no two of them
+    // share a slot modulo either size, and a move never lands on a slot still to be read.
+    ring_.resize_zeroed(size == 0 ? 1024 : size * 2);
+    for (std::uint64_t p = head_; p != tail_; ++p) {
+      const std::size_t from = static_cast<std::size_t>(p) & (size - 1);
+      const std::size_t to = slot(p);
+      if (from == to) continue;
+      ring_[to] = ring_[from];
+      ring_[from] = nullptr;
+    }
   }
 
-  std::vector<TaskBase*> ring_;  // size 0 or a power of two; nullptr: a hole or unused
+  PageArray<TaskBase*> ring_;  // size 0 or a power of two; nullptr: a hole or unused
   std::uint64_t head_ = 0;       // position of the front (a live task unless empty)
   std::uint64_t tail_ = 0;       // position the next append takes
   std::size_t live_ = 0;

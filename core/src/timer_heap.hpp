@@ -6,9 +6,11 @@
 //          binary heap, and the four children of a slot share one or two cache lines.
 #pragma once
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include <kairos/detail/task.hpp>
+
+#include "page_array.hpp"
 
 namespace kairos::detail {
 
@@ -25,7 +27,7 @@ class TimerHeap {
   bool empty() const noexcept { return v_.empty(); }
   std::size_t size() const noexcept { return v_.size(); }
   TaskBase* top() const noexcept { return v_.front(); }
-  const std::vector<TaskBase*>& items() const noexcept { return v_; }
+  std::span<TaskBase* const> items() const noexcept { return v_.items(); }
 
   // true iff t became the earliest.
   bool push(TaskBase* t) {
@@ -50,16 +52,17 @@ class TimerHeap {
   }
 
   void clear() noexcept {
-    for (TaskBase* t : v_) t->heap_index = kNotInHeap;
+    for (TaskBase* t : v_.items()) t->heap_index = kNotInHeap;
     v_.clear();
   }
 
   void reserve(std::size_t n) { v_.reserve(n); }
 
-  // Replaces the contents with `items` (any order) and restores heap order: O(n).
-  void assign(std::vector<TaskBase*> items) noexcept {
-    for (TaskBase* t : v_) t->heap_index = kNotInHeap;
-    v_ = std::move(items);
+  // Replaces the contents with `items` (any order) and restores heap order: O(n). No more items
+  // than the heap held: no allocation.
+  void assign(std::span<TaskBase* const> items) noexcept {
+    for (TaskBase* t : v_.items()) t->heap_index = kNotInHeap;
+    v_.assign(items);
     for (std::size_t i = 0; i < v_.size(); ++i) v_[i]->heap_index = static_cast<std::uint32_t>(i);
     for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
       if (i < v_.size()) sift_down(i);
@@ -120,7 +123,7 @@ class TimerHeap {
     if (sift_up(i) == i) sift_down(i);
   }
 
-  std::vector<TaskBase*> v_;
+  PageArray<TaskBase*> v_;  // grows in place: no freed copies left resident (page_array.hpp)
 };
 
 }  // namespace kairos::detail

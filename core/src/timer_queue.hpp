@@ -71,7 +71,7 @@ class TimerQueue {
       if (pred(t)) out(t);
       else kept.push_back(t);
     }
-    heap_.assign(std::move(kept));
+    heap_.assign(kept);
     run_.remove_if(pred, out);
   }
 
