@@ -1,13 +1,14 @@
 // page_array.hpp: a growable array of pointer-like values on pages of its own, grown in place.
 // Threads: none of its own; the owner's lock guards it (a shard's timer queue).
-// Why:     a std::vector that doubles copies its contents into a new block and frees the old one
-//          to malloc, which keeps it resident for reuse: a heap of 1 M timers left 2-4 MB of freed
-//          copies in the arena (2-4 bytes per pending timer, W5), besides the unused half of the
-//          last doubling. Here the array is its own mapping (mmap) and grows with mremap: the
-//          kernel moves the page tables, nothing is copied, nothing old stays behind, and the
-//          capacity not yet written is address space, not resident memory.
+// Why:     a std::vector that doubles copies its contents into a new block under the shard's
+//          lock (4 MB for a heap of 512 K timers: a stall of a millisecond or more, page faults
+//          of the new block included, while due tasks wait) and frees the old block to malloc,
+//          which may keep it resident for reuse (2-4 MB at 1 M timers in a small program). Here
+//          the array is its own mapping (mmap) and grows with mremap: the kernel moves the page
+//          tables, nothing is copied, nothing old stays behind, and capacity not yet written is
+//          address space, not resident memory.
 // Cost:    the same element access as a vector's; growth is a system call per doubling (at most
-//          ~30 in a process's life per array), with no copy.
+//          ~30 in an array's life), with no copy.
 #pragma once
 #include <sys/mman.h>
 
