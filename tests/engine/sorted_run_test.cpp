@@ -9,15 +9,12 @@
 #include <kairos/detail/task.hpp>
 
 #include "sorted_run.hpp"
+#include "task_nodes.hpp"
 
 namespace kairos::detail {
 namespace {
 
-std::vector<std::unique_ptr<TaskBase>> make_nodes(std::size_t n) {
-  std::vector<std::unique_ptr<TaskBase>> v;
-  for (std::size_t i = 0; i < n; ++i) v.push_back(std::make_unique<TaskBase>());
-  return v;
-}
+using testing::make_nodes;
 
 TEST(SortedRun, AcceptsOnlyWhatSortsAtOrAfterTheLastAppended) {
   auto nodes = make_nodes(4);

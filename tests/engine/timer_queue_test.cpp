@@ -11,17 +11,13 @@
 #include <kairos/detail/task.hpp>
 
 #include "timer_queue.hpp"
+#include "task_nodes.hpp"
 
 namespace kairos::detail {
 namespace {
 
-using Key = std::pair<std::int64_t, std::uint64_t>;
-
-std::vector<std::unique_ptr<TaskBase>> make_nodes(std::size_t n) {
-  std::vector<std::unique_ptr<TaskBase>> v;
-  for (std::size_t i = 0; i < n; ++i) v.push_back(std::make_unique<TaskBase>());
-  return v;
-}
+using testing::Key;
+using testing::make_nodes;
 
 // Pushes, pops and erases at random, with keys mostly in order (the run's case: zero delays,
 // equal delays) and sometimes earlier or far later (the heap's).
