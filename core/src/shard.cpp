@@ -318,7 +318,7 @@ std::size_t Shard::pop_due(std::int64_t now, Slot* batch, std::size_t max) {
     if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
     queue_.pop();
     if (refiled_at_newest(t)) continue;  // re-armed since it was filed (also a retained
-                                              // cancelled task: it leaves at its newest deadline)
+                                         // cancelled task: it leaves at its newest deadline)
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {
       drop_cancelled(t);
       continue;

@@ -452,8 +452,9 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
 
 // ---- 9 ----------------------------------------------------------------------------------------
 // shutdown() must take time linear in what it removes. Due tasks wait in the shard's sorted run
-// (then its due FIFO; timer_queue.hpp) when the runner is behind: an overloaded one-thread shard, or, as here,
-// discard_oldest draining the inbox while the only thread runs a long task. Before the fix
+// (then its due FIFO; timer_queue.hpp) when the runner is behind: an overloaded one-thread
+// shard, or, as here, discard_oldest draining the inbox while the only thread runs a long task.
+// Before the fix
 // shutdown()'s policy pass removed each cancelled FIFO task with TimerQueue::erase_any(), which
 // copies the whole FIFO: quadratic (40,000 due periodic tasks: ~13 s with the shard lock held,
 // against ~10 ms for the same tasks in the heap). The same pass runs for a policy setter after
