@@ -1,7 +1,8 @@
 // sorted_run.hpp: tasks that arrived in key order, kept in that order at O(1) per operation.
 // Threads: guarded by the shard's lock; no member is thread-safe.
-// Order:   a task is appended only if it sorts at or after the last one appended (deadline,
-//          then seq), so the ring is sorted from front to back and front() is the earliest.
+// Order:   a task is appended only if it sorts after the run's back, its last live task
+//          (deadline, then seq), so the ring is sorted from front to back and front() is the
+//          earliest. pop_back() lets the timer queue move a few late tasks to its heap.
 // Why:     timers mostly arrive in deadline order: equal delays (an order-timeout window, a
 //          burst at one absolute deadline), zero delays (execute, submit), a fixed-rate task's
 //          next run. Those skip the heap's O(log n) sift each way, and its cache misses on the

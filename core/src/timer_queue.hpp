@@ -1,7 +1,7 @@
 // timer_queue.hpp: a shard's pending tasks: the indexed heap plus a sorted run.
 // Threads: guarded by the shard's lock; no member is thread-safe.
 // Order:   top() is the earliest (deadline, seq) of both parts.
-// Why:     a task that sorts at or after the last one the run took is appended to the run in
+// Why:     a task that sorts after the run's back (its last live task) is appended to the run in
 //          O(1) (sorted_run.hpp) instead of sifting through the heap: zero-delay work, equal
 //          delays and equal deadlines arrive that way, and a burst of 100,000 equal deadlines
 //          then leaves in 100,000 O(1) pops. Other tasks take the heap.
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <kairos/detail/task.hpp>
-#include <kairos/duration.hpp>
 
 #include "sorted_run.hpp"
 #include "timer_heap.hpp"
