@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <kairos/detail/task.hpp>
+#include <kairos/duration.hpp>
 
 #include "timer_queue.hpp"
 #include "task_nodes.hpp"
