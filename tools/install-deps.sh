@@ -10,7 +10,7 @@ if [ "${KAIROS_WITH_JAVA:-1}" = 1 ]; then
 fi
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" > /dev/null || missing+=("$p")
 done
 # A JDK installed some other way (not the default-jdk-headless package) is fine too.
 if [ "${KAIROS_WITH_JAVA:-1}" = 1 ] && command -v javac > /dev/null 2>&1; then

@@ -23,7 +23,7 @@ if grep -n -e '/build' -e "$src" "$scratch/files"; then echo "the .deb holds bui
 dpkg-deb -f "$deb" Package Version License 2>/dev/null || dpkg-deb -f "$deb" Package Version
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || { echo "package version is not $version"; fail=1; }
 dpkg-deb -x "$deb" "$scratch/root"
-"$scratch/root/usr/bin/kairos-lat" --version | grep -q "$version" || { echo "kairos-lat --version"; fail=1; }
+"$scratch/root/usr/bin/kairos-lat" --version | grep "$version" > /dev/null || { echo "kairos-lat --version"; fail=1; }
 "$scratch/root/usr/bin/kairos-gate" --help > /dev/null || { echo "kairos-gate --help failed"; fail=1; }
 # The packaged kairos-lat finds the Java harness beside itself (share/kairos/java of wherever it
 # is unpacked), and its constant data names no directory of the machine that built it.
@@ -32,7 +32,9 @@ default=$("$scratch/root/usr/bin/kairos-lat" --help | sed -n 's/.*--java-dir TEX
   { echo "kairos-lat's --java-dir default is '$default', not the unpacked share/kairos/java"; fail=1; }
 for tool in kairos-lat kairos-gate; do
   objcopy -O binary --only-section=.rodata "$scratch/root/usr/bin/$tool" "$scratch/$tool.rodata"
-  if grep -a -o -F -e "$src" -e "$build" "$scratch/$tool.rodata" | head -3 | grep .; then
+  # (No early-closing pipe here: under pipefail a reader that stops early fails the writer.)
+  if grep -a -o -F -e "$src" -e "$build" "$scratch/$tool.rodata" > "$scratch/$tool.paths"; then
+    head -3 "$scratch/$tool.paths"
     echo "$tool holds a path of the build machine (above)"; fail=1
   fi
 done

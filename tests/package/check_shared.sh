@@ -36,5 +36,5 @@ mkdir -p "$scratch/consumer"
 "$cxx" -std=c++20 -pthread -I"$scratch/prefix/include" "$src/tests/install/consumer/main.cpp" \
        "$scratch/consumer/api_check.o" -o "$scratch/consumer/consumer" \
        -L"$(dirname "$lib")" -lkairos -Wl,-rpath,"$(dirname "$lib")" -Wl,--no-undefined
-ldd "$scratch/consumer/consumer" | grep -q "libkairos.so.$soversion" || { echo "consumer did not link the .so"; exit 1; }
+ldd "$scratch/consumer/consumer" | grep "libkairos.so.$soversion" > /dev/null || { echo "consumer did not link the .so"; exit 1; }
 "$scratch/consumer/consumer"
