@@ -159,8 +159,7 @@ class SortedRun {
     live_ = 0;
   }
 
-  // Slots in use, holes included (tests: the bound on holes).
-  std::size_t span() const noexcept { return static_cast<std::size_t>(tail_ - head_); }
+  // Slots in the ring (tests: the bound on holes).
   std::size_t capacity() const noexcept { return ring_.size(); }
 
   // Order, positions and the count; tests call it.
