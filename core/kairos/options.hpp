@@ -34,6 +34,12 @@ struct Options {
   // cancel and re-arm work from any thread as usual. threads_per_shard must stay 1, and `cpus`
   // and on_thread_start empty: there is no scheduler thread to pin or to start.
   bool poll_mode = false;
+  // Poll mode: called on the thread whose submission or re-arm wakes the loop (its deadline is
+  // earlier than the one next_deadline() last returned; at most once per next_deadline() call),
+  // right after BasicScheduler::wake_fd() became readable; and once by shutdown() and
+  // shutdown_now(). For loops woken some other way than by a file descriptor. Keep it short and
+  // non-blocking: it runs inside submit(). An exception from it goes to on_uncaught.
+  std::function<void()> on_wake = {};
 
   // ---- hooks (docs/api.md "Hooks"); empty: not called, and nothing on any path costs more ----
   // On each new scheduler thread, after it is named and pinned, before it serves: set SCHED_FIFO,
