@@ -504,3 +504,50 @@ TEST(GateAb, WhatCannotBeJudgedIsBadInput) {
 }
 
 }  // namespace
+
+// ---- hostile input: every failure is BadInput (exit 2), never a crash or another exception ----
+
+// One value nested `levels` deep: [[[...]]].
+std::string nested(std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+TEST(GateHostileInput, DeeplyNestedJsonIsRefusedBeforeParsing) {
+  // 200,000 levels overflowed the stack of whatever copied, dumped or destroyed the parsed value.
+  const std::string deep_record = R"({"workload":"w","system":"a","p50_ns":1,"config":)" + nested(200'000) + "}\n";
+  try {
+    gate::parse_runs(deep_record, "deep.jsonl");
+    ADD_FAILURE() << "a record nested 200,000 levels deep was accepted";
+  } catch (const gate::BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("deep.jsonl:1"), std::string::npos) << e.what();
+  }
+  const std::string deep_benchmark = R"({"benchmarks":[{"name":"b","real_time":1,"x":)" + nested(200'000) + "}]}";
+  EXPECT_THROW(gate::parse_runs(deep_benchmark, "bench.json"), gate::BadInput);
+  const std::string deep_histogram = R"({"kind":"kairos.latency_histogram","version":1,"buckets":)" +
+                                     nested(200'000) + "}\n";
+  EXPECT_THROW(gate::parse_runs(deep_histogram, "h.jsonl"), gate::BadInput);
+  // What kairos's own inputs nest (4 levels) stays readable.
+  EXPECT_NO_THROW(gate::parse_runs(R"({"workload":"w","system":"a","p50_ns":1,"config":{"a":[[1]]}})", "ok"));
+}
+
+TEST(GateHostileInput, MistypedFieldsAreBadInputNotJsonExceptions) {
+  const std::vector<std::string> mistyped = {
+      // Google Benchmark JSON: strings read with a default
+      R"({"benchmarks":[{"name":"b","real_time":1,"run_type":5}]})",
+      R"({"benchmarks":[{"name":"b","real_time":1,"time_unit":[]}]})",
+      R"({"benchmarks":[{"name":"b","real_time":1,"error_occurred":true,"error_message":{}}]})",
+      R"({"context":{"host_name":7},"benchmarks":[{"name":"b","real_time":1}]})",
+      // kairos-lat records: the machine, config and parameters objects
+      R"({"workload":"w","system":"a","p50_ns":1,"machine":{"cpu":1}})",
+      R"({"workload":"w","system":"a","p50_ns":1,"config":5})",
+      R"({"workload":"w","system":"a","p50_ns":1,"parameters":"x"})",
+  };
+  for (const std::string& text : mistyped) {
+    try {
+      gate::parse_runs(text, "t");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const gate::BadInput&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not BadInput (" << e.what() << "): " << text;
+    }
+  }
+}

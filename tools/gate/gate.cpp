@@ -5,6 +5,7 @@
 #include <kairos/latency_histogram.hpp>
 
 #include <histogram_json.hpp>
+#include <json_input.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -63,22 +64,25 @@ std::string string_field(const json& j, const char* key, const std::string& wher
   return j[key].get<std::string>();
 }
 
-std::string machine_of(const json& m) {
+std::string machine_of(const json& m, const std::string& where) {
   if (m.is_string()) return m.get<std::string>();
   if (!m.is_object()) return {};
-  std::string s = m.value("cpu", std::string("unknown cpu"));
+  std::string s = string_field(m, "cpu", where + ": machine", "unknown cpu");
   if (m.contains("nproc") && m["nproc"].is_number()) s += ", " + m["nproc"].dump() + " CPUs";
   return s;
 }
 
 void read_common(Run& r, const json& j) {
+  for (const char* key : {"config", "parameters"})
+    if (j.contains(key) && !j[key].is_object())
+      throw BadInput(r.where + ": \"" + key + "\" must be an object, got " + describe(j[key]));
   if (j.contains("config")) r.config = j["config"];
   if (j.contains("parameters")) r.parameters = j["parameters"];
   if (j.contains("repeat")) {
     if (!j["repeat"].is_number_integer()) throw BadInput(r.where + ": \"repeat\" must be an integer");
     r.repeat = j["repeat"].get<std::int64_t>();
   }
-  if (j.contains("machine")) r.machine = machine_of(j["machine"]);
+  if (j.contains("machine")) r.machine = machine_of(j["machine"], r.where);
 }
 
 Run run_from_histogram(const json& j, const std::string& where, const ParseOptions& o, const std::string& stem) {
@@ -134,9 +138,9 @@ std::vector<Run> parse_json_lines(std::string_view text, const std::string& sour
     const std::string where = source + ":" + std::to_string(line_no);
     json j;
     try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      throw BadInput(where + ": malformed JSON (" + e.what() + ")");
+      j = tools::parse_json_bounded(line);
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(where + ": " + e.what());
     }
     if (!j.is_object()) throw BadInput(where + ": expected a JSON object");
     if (j.contains("kind")) {
@@ -165,7 +169,7 @@ std::vector<Run> parse_benchmark_json(const json& doc, const std::string& source
   std::string machine;
   if (doc.contains("context") && doc["context"].is_object()) {
     const json& c = doc["context"];
-    machine = c.value("host_name", std::string("unknown host"));
+    machine = string_field(c, "host_name", source + ": context", "unknown host");
     if (c.contains("num_cpus")) machine += ", " + c["num_cpus"].dump() + " CPUs";
   }
   static const std::set<std::string> kSkip = {"family_index", "per_family_instance_index", "repetitions",
@@ -176,9 +180,9 @@ std::vector<Run> parse_benchmark_json(const json& doc, const std::string& source
     const json& b = list[k];
     const std::string where = source + ": benchmarks[" + std::to_string(k) + "]";
     if (!b.is_object()) throw BadInput(where + ": expected an object");
-    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
+    if (string_field(b, "run_type", where, "iteration") == "aggregate") continue;
     if (b.contains("error_occurred") && b["error_occurred"].is_boolean() && b["error_occurred"].get<bool>())
-      throw BadInput(where + ": the benchmark reported an error: " + b.value("error_message", std::string("?")));
+      throw BadInput(where + ": the benchmark reported an error: " + string_field(b, "error_message", where, "?"));
     Run r;
     r.where = where;
     r.workload = string_field(b, "run_name", where, string_field(b, "name", where, ""));
@@ -188,7 +192,7 @@ std::vector<Run> parse_benchmark_json(const json& doc, const std::string& source
     r.repeat = b.contains("repetition_index") && b["repetition_index"].is_number_integer()
                    ? b["repetition_index"].get<std::int64_t>()
                    : seen[r.workload]++;
-    const double scale = time_unit_ns(b.value("time_unit", std::string("ns")), where);
+    const double scale = time_unit_ns(string_field(b, "time_unit", where, "ns"), where);
     for (const auto& [key, value] : b.items()) {
       if (!value.is_number() || kSkip.count(key)) continue;
       std::string name = key;
@@ -380,7 +384,9 @@ bool higher_is_better(std::string_view figure) { return unit_of(figure) == Unit:
 
 // ---- input -----------------------------------------------------------------------------------
 
-std::vector<Run> parse_runs(std::string_view text, const std::string& source, const ParseOptions& options) {
+namespace {
+
+std::vector<Run> parse_runs_unchecked(std::string_view text, const std::string& source, const ParseOptions& options) {
   std::string stem = source;
   if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
   if (auto dot = stem.find('.'); dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
@@ -391,9 +397,9 @@ std::vector<Run> parse_runs(std::string_view text, const std::string& source, co
     json whole;
     bool one_value = true;
     try {
-      whole = json::parse(body);
-    } catch (const json::exception&) {
-      one_value = false;
+      whole = tools::parse_json_bounded(body, tools::kMaxJsonDepth, tools::kMaxInputBytes);
+    } catch (const std::invalid_argument&) {
+      one_value = false;  // JSON Lines, or bad input that parse_json_lines names by its line
     }
     if (one_value && whole.is_object() && whole.contains("benchmarks"))
       runs = parse_benchmark_json(whole, source, options);
@@ -409,16 +415,37 @@ std::vector<Run> parse_runs(std::string_view text, const std::string& source, co
   return runs;
 }
 
-std::vector<Run> read_runs(const std::string& path, const ParseOptions& options) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw BadInput(path + ": cannot be read");
-    text << in.rdbuf();
+}  // namespace
+
+std::vector<Run> parse_runs(std::string_view text, const std::string& source, const ParseOptions& options) {
+  if (text.size() > tools::kMaxInputBytes)
+    throw BadInput(source + ": input of " + std::to_string(text.size()) + " bytes refused (the limit is " +
+                   std::to_string(tools::kMaxInputBytes) + ")");
+  // Every field is checked where it is read; a JSON type error or a histogram's own error that
+  // still got past those checks is bad input too, never another kind of failure.
+  try {
+    return parse_runs_unchecked(text, source, options);
+  } catch (const nlohmann::json::exception& e) {
+    throw BadInput(source + ": a field of an unexpected type (" + e.what() + ")");
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(source + ": " + e.what());
   }
-  return parse_runs(text.str(), path == "-" ? "stdin" : path, options);
+}
+
+std::vector<Run> read_runs(const std::string& path, const ParseOptions& options) {
+  std::string text;
+  try {
+    if (path == "-") {
+      text = tools::read_bounded(std::cin);
+    } else {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw BadInput(path + ": cannot be read");
+      text = tools::read_bounded(in);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw BadInput((path == "-" ? std::string("stdin") : path) + ": " + e.what());
+  }
+  return parse_runs(text, path == "-" ? "stdin" : path, options);
 }
 
 Limit parse_limit(std::string_view text) {
