@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <json_input.hpp>
+
 #include "java_harness.hpp"
 #include "subprocess.hpp"
 #include "machine.hpp"
@@ -27,6 +29,7 @@
 #include "plan.hpp"
 #include "records.hpp"
 #include "report.hpp"
+#include "spectrum.hpp"
 #include "svg_plot.hpp"
 
 
@@ -81,7 +84,9 @@ Examples:
   kairos-lat --demo                                about a minute: W3 and W1, kairos-hybrid vs naive-stpe
   kairos-lat -w W1,W2 -s kairos-hybrid,naive-stpe --warm-and-fresh --repeat 3
                                                    fresh and warmed-up runs side by side
-  kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
+  kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines
+  kairos-lat --from paced.hlog --svg plots         a percentile spectrum chart of any .hlog, .hgrm or
+                                                   latency histogram JSON)";
 
 const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll",
@@ -266,13 +271,23 @@ std::vector<WorkloadSizes> variants(const std::string& workload, const WorkloadS
   return out;
 }
 
-// The records of a file kairos-lat wrote (records.hpp checks each field the report reads);
-// anything else is bad input (UsageError), named by its line.
-std::vector<json> read_records(const std::string& path) {
-  std::ifstream f(path);
+// The text of a --from file, at most json_input.hpp's kMaxInputBytes.
+std::string read_input(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("kairos-lat: cannot read " + path);
   try {
-    return lat::read_records(f, path);
+    return tools::read_bounded(f);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("kairos-lat: " + path + ": " + e.what());
+  }
+}
+
+// The records of a file kairos-lat wrote (records.hpp checks each field the report reads);
+// anything else is bad input (UsageError), named by its line.
+std::vector<json> read_records(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  try {
+    return lat::read_records(in, path);
   } catch (const RecordError& e) {
     throw UsageError(std::string("kairos-lat: ") + e.what());
   }
@@ -287,6 +302,16 @@ void prepare_svg_dir(const std::string& dir) {
   bool ok = !ec && static_cast<bool>(std::ofstream(probe));
   std::filesystem::remove(probe, ec);
   if (!ok) throw UsageError("kairos-lat: --svg " + dir + ": cannot write into this directory");
+}
+
+void write_spectrum_svgs(const std::string& dir, const std::vector<SpectrumChart>& charts) {
+  prepare_svg_dir(dir);
+  for (const SpectrumChart& chart : charts) {
+    const std::string path = (std::filesystem::path(dir) / (chart.name + ".svg")).string();
+    std::ofstream f(path);
+    if (!(f << spectrum_svg(chart)) || !f.flush()) throw UsageError("kairos-lat: cannot write " + path);
+    std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
+  }
 }
 
 // The charts of `groups` into dir; a chart that cannot be written is a UsageError (exit 2).
@@ -429,9 +454,13 @@ int main(int argc, char** argv) {
   app.add_flag("--table", cli.table, "the table on stdout (JSON lines then go only to --out)");
   app.add_flag("--markdown", cli.markdown, "tables in Markdown, with kairos/peer ratios");
   app.add_option("--out", cli.out, "also append the JSON lines to this file");
-  app.add_option("--svg", cli.svg, "write W3/W4 lateness charts (SVG) into this directory");
+  app.add_option("--svg", cli.svg,
+                 "write SVG charts into this directory: W3/W4 lateness percentiles, and a percentile "
+                 "spectrum (log scale of 1/(1-p)) of every workload whose records carry histograms");
   app.add_flag("--demo", cli.demo, "about a minute: W3 and W1 on kairos-hybrid and naive-stpe, table, SVG");
-  app.add_option("--from", cli.from, "do not run: tabulate the JSON lines of this file");
+  app.add_option("--from", cli.from,
+                 "do not run: tabulate kairos-lat's JSON lines of this file (and chart them with --svg), or "
+                 "draw the percentile spectrum (--svg DIR) of a latency histogram JSON, .hlog or .hgrm file");
   app.add_option("--java-dir", cli.java_dir, "where LatHarness.java is")->capture_default_str();
   app.add_option("--netty-jar", cli.netty_jar, "Netty's common jar")->capture_default_str();
   app.add_option("--java-heap", cli.java_heap, "the JVM's -Xmx")->capture_default_str();
@@ -479,11 +508,34 @@ int main(int argc, char** argv) {
 
     if (!cli.svg.empty()) prepare_svg_dir(cli.svg);
     if (!cli.from.empty()) {
-      records = read_records(cli.from);
+      const std::string text = read_input(cli.from);
+      InputKind kind = InputKind::records;
+      std::vector<SpectrumChart> charts;
+      try {
+        kind = detect_input_kind(text);
+        if (kind != InputKind::records) charts = spectrum_charts(text, cli.from);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
+      }
+      if (kind != InputKind::records) {  // a distribution: its chart is the output
+        if (cli.svg.empty())
+          throw UsageError("kairos-lat: --from " + cli.from + " is " + input_kind_name(kind) +
+                           ", drawn as a percentile spectrum chart: give --svg DIR");
+        write_spectrum_svgs(cli.svg, charts);
+        return 0;
+      }
+      records = read_records(text, cli.from);
       auto groups = group_runs(records);
       print_tables(std::cout, groups, cli.markdown);
-      if (!cli.svg.empty() && !records.empty())
+      if (!cli.svg.empty()) {
         write_svgs(cli.svg, groups, records.front().contains("machine") ? records.front()["machine"] : machine);
+        try {
+          charts = spectrum_charts(records);
+        } catch (const std::invalid_argument& e) {
+          throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
+        }
+        write_spectrum_svgs(cli.svg, charts);
+      }
       return 0;
     }
 
@@ -611,7 +663,10 @@ int main(int argc, char** argv) {
     std::ostream& table_out = cli.table ? std::cout : std::cerr;
     table_out << "\n";
     print_tables(table_out, groups, cli.markdown);
-    if (!cli.svg.empty()) write_svgs(cli.svg, groups, machine);
+    if (!cli.svg.empty()) {
+      write_svgs(cli.svg, groups, machine);
+      write_spectrum_svgs(cli.svg, spectrum_charts(records));
+    }
     for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
     if (failed > 0) std::fprintf(stderr, "kairos-lat: %zu of %zu runs failed\n", failed, run_no);
     if (records.empty() && failed == 0) {
