@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -415,4 +416,35 @@ TEST(HdrJsonInput, DeeplyNestedHistogramJsonIsRefusedBeforeParsing) {
   EXPECT_THROW(kairos::tools::check_json_bounds("[1]", 64, 2), std::invalid_argument);
   std::istringstream endless(std::string(3000, 'x'));
   EXPECT_THROW(kairos::tools::read_bounded(endless, 2048), std::invalid_argument);
+}
+
+// HdrHistogram Java's HistogramLogProcessor reads only untagged lines unless given -tag: on the
+// tagged .hlog kairos writes (Pacer::hlog_intervals(log, "tag")) it reads nothing without it
+// (its .hgrm holds no distribution and it dies with a NullPointerException, exit 0), and every
+// interval with it. docs/latency-tools.md says so; this pins both halves.
+TEST(HdrCodecJava, HistogramLogProcessorNeedsTagForATaggedKairosLog) {
+  if (!java().why_not.empty()) GTEST_SKIP() << "HistogramLogProcessor check skipped: " << java().why_not;
+  const std::filesystem::path dir = java().dir;
+  const std::string log_path = (dir / "tagged.hlog").string();
+  {
+    std::ofstream file(log_path);
+    hdr::HlogWriter log(file, 1'700'000'000.0);
+    for (int k = 0; k < 3; ++k) {
+      LatencyHistogram h;
+      for (int i = 1; i <= 1000; ++i) h.record(1000 * i);
+      log.write(h, k * 1.0, 1.0, "paced");
+    }
+  }
+  const std::string jar = java().classpath.substr(0, java().classpath.find(':'));
+  auto process = [&](const std::string& extra, const std::string& out) {
+    const std::string cmd = "java -cp " + jar + " org.HdrHistogram.HistogramLogProcessor -i " + log_path + " -o " +
+                            (dir / out).string() + " " + extra + " > " + (dir / (out + ".log")).string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(dir / (out + ".hgrm"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string with_tag = process("-tag paced", "with-tag");
+  EXPECT_NE(with_tag.find("Total count    =         3000]"), std::string::npos) << with_tag;
+  const std::string without = process("", "without-tag");
+  EXPECT_EQ(without.find("Total count"), std::string::npos) << without;
 }
