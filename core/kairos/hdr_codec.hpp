@@ -279,7 +279,7 @@ inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
     if ((detail::be32(plain.data()) & ~0xf0u) == (kV2Cookie & ~0xf0u)) {
       const std::uint64_t announced = detail::be32(plain.data() + 4);
       std::int64_t lowest = 0;
-      for (int k = 0; k < 8; ++k) lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
+      for (std::size_t k = 0; k < 8; ++k) lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
       const std::uint32_t digits = detail::be32(plain.data() + 12);
       if (digits > 5) detail::fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
       const detail::Layout layout(lowest, static_cast<int>(digits));
