@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   namespace lat = kairos::lat;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    if (lat::detect_input_kind(text) != lat::InputKind::records) {
+    if (lat::detect_input_kind(text, "fuzz") != lat::InputKind::records) {
       for (const lat::SpectrumChart& chart : lat::spectrum_charts(text, "fuzz.hgrm")) (void)lat::spectrum_svg(chart);
       return 0;
     }

@@ -512,10 +512,10 @@ int main(int argc, char** argv) {
       InputKind kind = InputKind::records;
       std::vector<SpectrumChart> charts;
       try {
-        kind = detect_input_kind(text);
+        kind = detect_input_kind(text, cli.from);
         if (kind != InputKind::records) charts = spectrum_charts(text, cli.from);
       } catch (const std::invalid_argument& e) {
-        throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
+        throw UsageError(std::string("kairos-lat: ") + e.what());  // names the file and line
       }
       if (kind != InputKind::records) {  // a distribution: its chart is the output
         if (cli.svg.empty())

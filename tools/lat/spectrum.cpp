@@ -41,16 +41,18 @@ std::string stem_of(const std::string& name) {
   return s.empty() ? "input" : s;
 }
 
-std::string first_line(std::string_view text) {
-  std::size_t start = 0;
+// The first non-blank line, trimmed, and its number (1-based; 0 when there is none).
+std::pair<std::string, std::size_t> first_line(std::string_view text) {
+  std::size_t start = 0, number = 0;
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
+    ++number;
     std::string line = trim(text.substr(start, end - start));
-    if (!line.empty()) return line;
+    if (!line.empty()) return {line, number};
     start = end + 1;
   }
-  return {};
+  return {std::string(), 0};
 }
 
 std::string escape(const std::string& s) {
@@ -106,7 +108,12 @@ SpectrumChart chart_from_hgrm(std::string_view text, const std::string& name) {
 
 SpectrumChart chart_from_hlog(std::string_view text, const std::string& name) {
   std::istringstream in{std::string(text)};
-  const hdr::Hlog log = hdr::read_hlog(in);  // std::invalid_argument names the line
+  hdr::Hlog log;
+  try {
+    log = hdr::read_hlog(in);  // names the line
+  } catch (const std::invalid_argument& e) {
+    fail(name + ": " + e.what());
+  }
   std::map<std::string, std::unique_ptr<LatencyHistogram>> by_tag;  // 57 KiB each: on the heap
   std::vector<std::string> order;
   for (const hdr::HlogInterval& iv : log.intervals) {
@@ -181,9 +188,9 @@ const char* input_kind_name(InputKind kind) {
   return "?";
 }
 
-InputKind detect_input_kind(std::string_view text) {
-  const std::string line = first_line(text);
-  if (line.empty()) fail("empty input");
+InputKind detect_input_kind(std::string_view text, const std::string& name) {
+  const auto [line, number] = first_line(text);
+  if (line.empty()) fail(name + ": empty input");
   if (line[0] == '{')
     return line.find("\"kind\"") != std::string::npos && line.find(tools::kHistogramKind) != std::string::npos
                ? InputKind::histogram_json
@@ -194,7 +201,7 @@ InputKind detect_input_kind(std::string_view text) {
   if (line.find("Value") != std::string::npos && line.find("Percentile") != std::string::npos) return InputKind::hgrm;
   if (std::isdigit(static_cast<unsigned char>(line[0])))
     return line.find(',') != std::string::npos ? InputKind::hlog : InputKind::hgrm;
-  fail("neither kairos-lat records, latency histogram JSON, an .hlog nor an .hgrm (first line: " +
+  fail(name + ":" + std::to_string(number) + ": neither kairos-lat records, latency histogram JSON, an .hlog nor an .hgrm (" +
        line.substr(0, 40) + ")");
 }
 
@@ -221,7 +228,7 @@ SpectrumSeries spectrum_of(const LatencyHistogram& h, std::string label) {
 }
 
 std::vector<SpectrumChart> spectrum_charts(std::string_view text, const std::string& name) {
-  switch (detect_input_kind(text)) {
+  switch (detect_input_kind(text, name)) {
     case InputKind::hgrm: return {chart_from_hgrm(text, name)};
     case InputKind::hlog: return {chart_from_hlog(text, name)};
     case InputKind::histogram_json: return {chart_from_histogram_json(text, name)};

@@ -39,8 +39,9 @@ struct SpectrumChart {
 
 enum class InputKind { records, histogram_json, hlog, hgrm };
 const char* input_kind_name(InputKind kind);
-// From the text's first non-blank line; std::invalid_argument when it is none of the four.
-InputKind detect_input_kind(std::string_view text);
+// From the text's first non-blank line; std::invalid_argument naming `name` and the line when it
+// is none of the four.
+InputKind detect_input_kind(std::string_view text, const std::string& name);
 
 // The spectrum of one histogram (empty points for an empty histogram).
 SpectrumSeries spectrum_of(const LatencyHistogram& h, std::string label);
