@@ -153,6 +153,9 @@ TEST(LatSpectrum, DistributionsWithoutSvgOrUnreadableAreUsageErrors) {
   EXPECT_EQ(run("--from " + write("bad.hgrm", "Value Percentile TotalCount\n1.0 banana 3\n").string() + " --svg " +
                 dir.string()).code, 2);
   EXPECT_EQ(run("--from " + write("bad.hlog", "#[StartTime: soon]\n").string() + " --svg " + dir.string()).code, 2);
+  // A TotalCount past 2^64 (found by lat_records_fuzz: converting it to a count was undefined).
+  EXPECT_EQ(run("--from " + write("huge.hgrm", "Value Percentile TotalCount\n1.0 0.5 1e29\n").string() + " --svg " +
+                dir.string()).code, 2);
   EXPECT_EQ(run("--from " + write("bad-record.jsonl", R"({"workload":"W3","system":"s","parameters":{},"histogram":"AAAA"})" "\n").string() +
                 " --svg " + dir.string()).code, 2);
 }

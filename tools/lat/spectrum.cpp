@@ -89,8 +89,9 @@ SpectrumChart chart_from_hgrm(std::string_view text, const std::string& name) {
     if (t.empty() || t[0] == '#' || t.find("Percentile") != std::string::npos) continue;
     std::istringstream row(t);
     double value = 0, p = 0, count = 0;
+    // TotalCount is a 64-bit count: at most 2^64 - 1 (a larger one would not convert to one).
     if (!(row >> value >> p >> count) || !std::isfinite(value) || value < 0 || !(p >= 0 && p <= 1) ||
-        !std::isfinite(count) || count < 0)
+        !(count >= 0 && count < 18446744073709551616.0))
       fail(name + ":" + std::to_string(line_no) + ": not an .hgrm row (Value Percentile TotalCount ...): " +
            t.substr(0, 60));
     total = std::max(total, count);
