@@ -249,7 +249,11 @@ class BasicPacer {
     // Calls of this thread released so far (its j-th own call, k = w + j * n, may start once
     // released > j), plus kStopBump per stop. Incremented by the tick only, in index order.
     std::atomic<std::uint64_t> released{0};
-    std::atomic<bool> sleeping{false};  // the thread is (about to be) blocked in released.wait()
+    // What the thread sleeps on: bumped after every change of `released`. 32 bits, so that
+    // wait()/notify are a futex on this very word (libstdc++ waits on a 64-bit atomic through a
+    // table of shared proxy words, which all slots, 64 bytes apart, would hash to alike).
+    std::atomic<std::uint32_t> bell{0};
+    std::atomic<bool> sleeping{false};  // the thread is (about to be) blocked in bell.wait()
   };
 
   // The open interval and the closed ones not yet handed out; guarded by mu.
@@ -385,15 +389,26 @@ class BasicPacer {
     std::shared_ptr<State<Fn>> state;
     void operator()() const {
       State<Fn>& s = *state;
-      if (s.next >= s.total || s.stop.load(std::memory_order_acquire)) return;
-      Slot& owner = s.slots[s.next % s.tallies.size()];
-      ++s.next;
+      if (s.stop.load(std::memory_order_acquire)) return;
+      // Every call due by now and no other (a release lets the call start: never before its
+      // intended start). A tick late against the calls' schedule (the clock moved on before
+      // the run was submitted) so leaves no due call waiting for a later tick.
+      const std::int64_t now = now_ns(s.clock);
+      while (s.next < s.total && s.intended0 + static_cast<std::int64_t>(s.next) * s.period <= now) {
+        release(s.slots[s.next % s.tallies.size()]);
+        ++s.next;
+      }
+    }
+    static void release(Slot& owner) {
       // (PC1) pairs with (PC2) in worker(): both sides are seq_cst, a store then a load of the
       // other's word (Dekker), so in their single total order either this load follows the
       // thread's sleeping = true (it is woken here) or the thread's re-read of `released`
-      // follows this increment (it does not block). No release is lost.
+      // follows this increment (it does not block). The bell changes after `released`: a thread
+      // that read the old bell and then the old count blocks on a word that this bump changes,
+      // so the futex returns at once or is woken by the notify. No release is lost.
       owner.released.fetch_add(1, std::memory_order_seq_cst);
-      if (owner.sleeping.load(std::memory_order_seq_cst)) owner.released.notify_one();
+      owner.bell.fetch_add(1, std::memory_order_seq_cst);
+      if (owner.sleeping.load(std::memory_order_seq_cst)) owner.bell.notify_one();
     }
   };
 
@@ -404,7 +419,8 @@ class BasicPacer {
       // Every waiter's word changes and counts every call as released: the thread wakes, and its
       // stop check (acquire; the store above is sequenced before this bump) ends it.
       s.slots[w].released.fetch_add(kStopBump, std::memory_order_seq_cst);
-      s.slots[w].released.notify_all();
+      s.slots[w].bell.fetch_add(1, std::memory_order_seq_cst);
+      s.slots[w].bell.notify_all();
     }
   }
 
@@ -432,8 +448,9 @@ class BasicPacer {
             std::this_thread::yield();
           } else {
             slot.sleeping.store(true, std::memory_order_seq_cst);
+            const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
             r = slot.released.load(std::memory_order_seq_cst);  // (PC2) pairs with (PC1) in Tick
-            if (r <= j) slot.released.wait(r, std::memory_order_acquire);
+            if (r <= j) slot.bell.wait(bell, std::memory_order_acquire);
             slot.sleeping.store(false, std::memory_order_relaxed);  // a stale true: one spare notify
           }
           r = slot.released.load(std::memory_order_acquire);
@@ -497,14 +514,16 @@ class BasicPacer {
       }
     } joiner{s, threads};
     ScheduledFuture<void> future;
+    // The first run at the first intended start (also when starting the threads took time).
+    const Duration first_in(std::max<std::int64_t>(0, s.intended0 - now_ns(clock_)));
     if (n == 1) {
-      future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, start_delay_, Duration(period));
+      future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, first_in, Duration(period));
     } else {
       s.running.store(n, std::memory_order_relaxed);
       threads.reserve(n);
       s.slots = std::make_unique<Slot[]>(n);
       for (unsigned w = 0; w < n; ++w) threads.emplace_back([&s, w] { worker(s, w, s.tallies[w]); });
-      future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, start_delay_, Duration(period));
+      future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, first_in, Duration(period));
     }
 
     bool stopped_by_scheduler = false;

@@ -87,25 +87,26 @@ TEST(PacerConcurrency, CallsRunBesideASlowCallOnAManualClock) {
   EXPECT_EQ(r.calls, 4u);
   EXPECT_EQ(r.concurrency, 2u);
   EXPECT_EQ(r.histogram.count(), 4u);
-  EXPECT_EQ(r.histogram.max(), 5'000'000);                       // call 0
-  EXPECT_DOUBLE_EQ(r.histogram.mean(), (5 + 0 + 3 + 0) * 1e6 / 4);  // call 2: 3 ms late
+  // Starts are read before a call, so they are exact; calls 1 and 3 end after they counted
+  // themselves done, which may be after the driver's next advance: their ends are only bounded.
+  EXPECT_EQ(r.histogram.max(), 5'000'000);                          // call 0 (and 2)
+  EXPECT_GE(r.histogram.mean(), (5 + 0 + 3 + 0) * 1e6 / 4);         // call 2: 3 ms late
   EXPECT_EQ(r.service.max(), 5'000'000);
-  EXPECT_DOUBLE_EQ(r.service.mean(), 5e6 / 4);
   EXPECT_DOUBLE_EQ(r.start_lag.mean(), 3e6 / 4);
   EXPECT_EQ(r.max_behind, 3ms);
   EXPECT_EQ(r.behind_at_end, 0ms);  // the last call, 3, started on time
   EXPECT_EQ(r.elapsed, 5ms);
 }
 
-// Real time: a call of 30 periods on one thread delays that thread's later calls only. The other
+// Real time: a call of 100 periods on one thread delays that thread's later calls only. The other
 // thread's calls keep their schedule (start lag far below the slow call's length), and the
 // delayed ones are measured from their intended start (the slow call shows in max_behind).
 TEST(PacerConcurrency, ASlowCallDelaysOnlyItsOwnThreadsCalls) {
   kairos::Scheduler scheduler{{.shards = 1}};
   kairos::Pacer pacer{scheduler};
   pacer.set_concurrency(2);
-  constexpr std::uint64_t kCalls = 60;
-  constexpr auto kSlow = 30ms;
+  constexpr std::uint64_t kCalls = 140;
+  constexpr auto kSlow = 100ms;
   std::vector<std::thread::id> thread_of(kCalls);
   std::vector<std::int64_t> lag_ns(kCalls);
   const PacerReport r = pacer.run_count(
@@ -122,10 +123,10 @@ TEST(PacerConcurrency, ASlowCallDelaysOnlyItsOwnThreadsCalls) {
     (n % 2 ? odd_max : even_max) = std::max(n % 2 ? odd_max : even_max, lag_ns[n]);
   }
   EXPECT_NE(thread_of[0], thread_of[1]);
-  // Call 6 was due 2 ms after call 4 started and waited for its 30 ms: at least 28 ms late.
+  // Call 6 was due 2 ms after call 4 started and waited for its 100 ms: at least 98 ms late.
   EXPECT_GE(even_max, std::chrono::nanoseconds(kSlow - 2ms).count());
   EXPECT_GE(r.max_behind, kSlow - 2ms);
-  // The bound: half the slow call. A thread that waited for the other would be ~28 ms late.
+  // The bound: half the slow call. A thread that waited for the other would be ~98 ms late.
   EXPECT_LT(odd_max, std::chrono::nanoseconds(kSlow / 2).count())
       << "the other thread's calls were delayed by the slow call";
 }
@@ -170,7 +171,7 @@ TEST(PacerConcurrency, EveryCallOnceAndNeverEarly) {
         },
         50us, 2000);
     for (std::size_t k = 0; k < seen.size(); ++k) ASSERT_EQ(seen[k].load(), 1) << "call " << k << ", n " << n;
-    EXPECT_FALSE(early.load());
+    EXPECT_FALSE(early.load()) << "n " << n;
     EXPECT_EQ(r.calls, 2000u);
     EXPECT_EQ(r.warmup_calls, 50u);
     EXPECT_EQ(r.histogram.count(), 2000u);
