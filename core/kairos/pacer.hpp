@@ -222,8 +222,10 @@ class BasicPacer {
 
   // An interval callback that writes each interval's response-time histogram as one line of an
   // interval log: log.write(histogram, start_s, length_s, tag), as kairos::hdr::HlogWriter takes
-  // it. Start times are from the first measured call's intended start; create the writer just
-  // before the run so that its StartTime is that moment. `log` must outlive the runs.
+  // it. Start times are from the first measured call's intended start, which is the start delay
+  // plus warm-up calls * period after the run begins: for the log's StartTime to be that moment,
+  // construct the writer with start_time_s = (system time just before the run) + start delay +
+  // warm-up * period, in seconds. `log` must outlive the runs.
   template <class Log>
   static IntervalFn hlog_intervals(Log& log, std::string tag = {}) {
     return [&log, tag = std::move(tag)](const PacerInterval& i) {
