@@ -81,7 +81,8 @@ TEST(RegressionV3, NextDeadlineUnderSteadyProducersCoversTheCallersOwnSubmission
   Watchdog dog("next_deadline under producers", 120s);
   kairos::Options o = polled();
   o.remove_on_cancel = true;
-  Manual s(o, *new kairos::ManualClock);  // the clock outlives the scheduler (leaked on purpose)
+  kairos::ManualClock clock;
+  Manual s(o, clock);
   std::atomic<bool> stop{false};
   std::vector<std::thread> producers;
   for (int p = 0; p < 2; ++p)
