@@ -117,6 +117,9 @@ class Driver {
     o.wait = s.config.wait == 0   ? kairos::WaitPolicy::sleep()
              : s.config.wait == 1 ? kairos::WaitPolicy::hybrid(std::chrono::microseconds(20))
                                   : kairos::WaitPolicy::spin();
+    // wait 3: poll mode. The driver's thread is the loop: its wait_idle() after every operation
+    // polls until done, so the same sequences check the poller (bursts, re-arm, the policies).
+    o.poll_mode = s.config.wait == 3;
     o.rejection = s.config.rejection;
     o.capacity = s.config.capacity;
     o.remove_on_cancel = s.config.remove_on_cancel;

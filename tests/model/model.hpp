@@ -94,7 +94,7 @@ struct Config {
   bool continue_periodic = false;
   kairos::Rejection rejection = kairos::Rejection::abort;
   std::size_t capacity = 0;
-  int wait = 0;  // 0 sleep, 1 hybrid, 2 spin
+  int wait = 0;  // 0 sleep, 1 hybrid, 2 spin, 3 poll mode (the driver's thread polls: no thread)
   unsigned shards = 1;  // one submitting thread: all its tasks go to one shard, the rest idle
   bool operator==(const Config&) const = default;
 };
@@ -111,7 +111,7 @@ inline bool is_submission(Code c) {
 
 // ---- byte encoding ----------------------------------------------------------------------------
 // byte 0: config bits (0 remove_on_cancel, 1 !execute_delayed, 2 continue_periodic,
-//         3-4 rejection, 5-6 wait: 0-1 sleep, 2 hybrid, 3 spin, 7 three shards); byte 1:
+//         3-4 rejection, 5-6 wait: 0 sleep, 1 poll mode, 2 hybrid, 3 spin, 7 three shards); byte 1:
 //         capacity (< 200: none, else 1..8). Then one byte per opcode (modulo kOpcodes' size),
 //         followed by its argument bytes.
 namespace enc {
@@ -161,7 +161,7 @@ inline Sequence decode(const std::uint8_t* data, std::size_t size, std::size_t m
   s.config.continue_periodic = c & 4;
   s.config.rejection = static_cast<kairos::Rejection>((c >> 3) & 3);
   int w = (c >> 5) & 3;
-  s.config.wait = w < 2 ? 0 : w - 1;
+  s.config.wait = w == 0 ? 0 : w == 1 ? 3 : w - 1;
   s.config.shards = (c & 0x80) ? 3 : 1;
   std::uint8_t cap = 0;
   if (!next(cap)) return s;
@@ -238,7 +238,7 @@ inline std::vector<std::uint8_t> encode(const Sequence& s) {
   std::uint8_t c = static_cast<std::uint8_t>((s.config.remove_on_cancel ? 1 : 0) | (s.config.execute_delayed ? 0 : 2) |
                                              (s.config.continue_periodic ? 4 : 0) |
                                              (static_cast<int>(s.config.rejection) << 3) |
-                                             ((s.config.wait == 0 ? 0 : s.config.wait + 1) << 5) |
+                                             ((s.config.wait == 0 ? 0 : s.config.wait == 3 ? 1 : s.config.wait + 1) << 5) |
                                              (s.config.shards == 3 ? 0x80 : 0));
   if (s.config.shards != 1 && s.config.shards != 3) return {};
   out.push_back(c);
