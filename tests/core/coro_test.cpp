@@ -486,19 +486,27 @@ TEST(CoroFuture, ADoneFutureDoesNotSuspend) {
   EXPECT_EQ(a.on, std::this_thread::get_id());
 }
 
-TEST(CoroFuture, ManyCoroutinesAwaitOneFutureEachResumedOnce) {
+Detached await_then_record(kairos::ScheduledFuture<int> f, Recorder& order, int id) {
+  order.add(id * 100 + co_await f);
+}
+
+TEST(CoroFuture, ManyCoroutinesAwaitOneFutureEachResumedOnceInTheOrderTheyBegan) {
   ManualClock clock;
   ManualScheduler s(kairos_test::single_thread(), clock);
   std::atomic<int> frames{0};
   std::vector<Awaiting> as(20);
   auto f = s.schedule([] { return 5; }, 1ms);
   for (auto& a : as) await_into(f, a.resumed, a.what, a.on, frames);
+  Recorder order;
+  auto g = s.schedule([] { return 7; }, 1ms);  // its records share the buckets with f's
+  for (int id = 1; id <= 5; ++id) await_then_record(g, order, id);
   clock.advance(1ms);
-  ASSERT_TRUE(eventually([&] { return frames.load() == 0; }));
+  ASSERT_TRUE(eventually([&] { return frames.load() == 0 && order.size() == 5; }));
   for (auto& a : as) {
     EXPECT_EQ(a.resumed.load(), 1);
     EXPECT_EQ(a.what, "5");
   }
+  EXPECT_EQ(order.ids(), (std::vector<int>{107, 207, 307, 407, 507}));
 }
 
 TEST(CoroFuture, ShutdownPoliciesShutdownNowAndTheDestructorResumeAwaiters) {
