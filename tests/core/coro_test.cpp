@@ -490,6 +490,28 @@ Detached await_then_record(kairos::ScheduledFuture<int> f, Recorder& order, int 
   order.add(id * 100 + co_await f);
 }
 
+// The registration finds the task already done (completed after await_ready looked, or before
+// a second awaiter came): it does not suspend, and nothing is left registered.
+TEST(CoroFuture, ARegistrationAfterTheCompletionDoesNotSuspend) {
+  ManualClock clock;
+  ManualScheduler s(kairos_test::single_thread(), clock);
+  auto f = s.submit([] { return 3; });
+  ASSERT_EQ(f.get(), 3);
+  kairos::FutureAwaiter<int> late(f);
+  EXPECT_FALSE(late.await_suspend(std::noop_coroutine()));
+  EXPECT_EQ(late.await_resume(), 3);
+
+  auto g = s.schedule([] { return 4; }, 1ms);
+  std::atomic<int> frames{0};
+  Awaiting first;
+  await_into(g, first.resumed, first.what, first.on, frames);  // sets the task's awaited flag
+  clock.advance(1ms);
+  ASSERT_TRUE(eventually([&] { return first.resumed.load() == 1; }));
+  kairos::FutureAwaiter<int> second(g);  // the flag is set, the task done: the second must not wait
+  EXPECT_FALSE(second.await_suspend(std::noop_coroutine()));
+  EXPECT_EQ(second.await_resume(), 4);
+}
+
 TEST(CoroFuture, ManyCoroutinesAwaitOneFutureEachResumedOnceInTheOrderTheyBegan) {
   ManualClock clock;
   ManualScheduler s(kairos_test::single_thread(), clock);
@@ -533,6 +555,22 @@ TEST(CoroFuture, ShutdownPoliciesShutdownNowAndTheDestructorResumeAwaiters) {
   }
   EXPECT_EQ(as[2].what, "cancelled");
   for (auto& a : as) EXPECT_EQ(a.resumed.load(), 1);
+  EXPECT_EQ(frames.load(), 0);
+}
+
+TEST(CoroFuture, ARunOfATaskShutdownNowReturnedResumesWithItsValue) {
+  ManualClock clock;
+  Manual s(kairos_test::single_thread(), clock);
+  std::atomic<int> frames{0};
+  Awaiting a;
+  await_into(s.schedule([] { return 9; }, 1h), a.resumed, a.what, a.on, frames);
+  std::vector<kairos::Task> taken = s.shutdown_now();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(a.resumed.load(), 0);
+  taken[0].run();  // completes the future here (the run's own completion, not a drop)
+  EXPECT_EQ(a.resumed.load(), 1);
+  EXPECT_EQ(a.what, "9");
+  EXPECT_EQ(a.on, std::this_thread::get_id());
   EXPECT_EQ(frames.load(), 0);
 }
 
