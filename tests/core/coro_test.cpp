@@ -26,17 +26,31 @@
 #include "support.hpp"
 
 // Counts every operator new of the process (the no-allocation test reads it around its sleeps).
+// The whole unaligned family is replaced, so that no pair mixes ours with the runtime's (ASan).
+// noinline: g++ otherwise sees free() inlined where a frame's operator new was called and warns.
 namespace {
 std::atomic<long> g_news{0};
-}
-// noinline: g++ otherwise sees free() inlined where a frame's operator new was called and warns.
-[[gnu::noinline]] void* operator new(std::size_t n) {
+[[gnu::noinline]] void* counted_malloc(std::size_t n) noexcept {
   g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  return std::malloc(n ? n : 1);
+}
+}  // namespace
+[[gnu::noinline]] void* operator new(std::size_t n) {
+  if (void* p = counted_malloc(n)) return p;
   throw std::bad_alloc();
 }
+[[gnu::noinline]] void* operator new[](std::size_t n) {
+  if (void* p = counted_malloc(n)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
