@@ -59,6 +59,9 @@ const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs t
                       (--w8-lazy: the Java peers as Netty's IdleStateHandler, a stored time and a
                       timeout that re-schedules itself). Re-arms/s, cost per re-arm, wrong or missed
                       timeouts, lateness, memory growth.
+  W9 loop-wakeup      (not in the default set) one thread submits 5,000 timeouts at random gaps (mean
+                      1 ms) with delays uniform in [100 us, 20 ms] into a loop that sleeps when idle:
+                      lateness.
 Lateness = start - (t0 + delay), t0 = steady_clock now just before the schedule call; negative is an
 early fire. Task bodies only store their start time into a preallocated slot. Percentiles are exact.
 
@@ -82,7 +85,7 @@ Examples:
                                                    fresh and warmed-up runs side by side
   kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll",
                                               "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
@@ -229,6 +232,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
     z.w6.tasks = 100'000;
     z.w7.tasks = 20'000;
     z.w8.duration_ns = 1'000'000'000;
+    z.w9.count = 1'000;
   }
   if (!cli.w1_producers.empty()) z.w1_producers = cli.w1_producers;
   if (cli.w1_calls) z.w1.calls_per_producer = cli.w1_calls;
@@ -482,7 +486,7 @@ int main(int argc, char** argv) {
     plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
     for (const auto& w : split(cli.workloads)) {
       if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), w) == kAllWorkloads.end())
-        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W8)");
+        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W9)");
       plan.workloads.push_back(w);
     }
     for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {

@@ -37,6 +37,7 @@ perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std
   if (w == "W7") return perf::run_w7(sys, c, z.w7);
   // W8: kairos re-arms in place; every peer cancels and schedules.
   if (w == "W8") return perf::run_w8(sys, c, z.w8, z.w8_rearm);
+  if (w == "W9") return perf::run_w9(sys, c, z.w9);
   throw std::invalid_argument("kairos-lat: unknown workload " + w);
   }
 }
@@ -71,6 +72,8 @@ bool applies(const SystemSpec& s, const std::string& workload) {
   // Inline systems (the workload's thread is their loop): what one thread's submit, cancel and
   // fire cost. The other workloads need a loop that waits or a second producer.
   if (s.kind == Kind::kairos_poll || s.kind == Kind::asio_inline) return workload == "W2" || workload == "W6";
+  // W9, a loop that sleeps woken by another thread: the threaded systems.
+  if (workload == "W9") return s.kind == Kind::kairos || s.kind == Kind::naive_stpe || s.kind == Kind::asio;
   if (workload == "W8") return s.kind != Kind::kernel;
   return s.kind != Kind::kernel || workload == "W3";
 }
