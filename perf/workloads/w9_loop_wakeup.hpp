@@ -10,6 +10,7 @@
 // system that counts them (loop_wakes(): kairos-loop) the wakes signalled and wakes per
 // submission.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
