@@ -2,8 +2,11 @@
 # Installs the Debian packages kairos builds with, if any is missing (Debian 12, as root or with
 # sudo). KAIROS_WITH_JAVA=0 leaves out the Java peers' packages (a JDK, Netty, HdrHistogram).
 set -euo pipefail
+# lintian and file: the Debian package check (tests/package/check_deb.sh; CPack reads sonames with file).
+# clang and its runtime: the public headers compiled with clang++ -Werror (public_headers_werror)
+# and the libFuzzer targets CI runs (tests/fuzz, tests/model).
 pkgs=(cmake g++ make git pkgconf libconcurrentqueue-dev libgtest-dev libbenchmark-dev libboost-dev
-      nlohmann-json3-dev libcli11-dev zlib1g-dev)
+      nlohmann-json3-dev libcli11-dev zlib1g-dev lintian file clang libclang-rt-14-dev)
 if [ "${KAIROS_WITH_JAVA:-1}" = 1 ]; then
   # The Java peers (java-stpe-1, java-stpe-2, netty-wheel) need javac; the default JDK is enough.
   pkgs+=(default-jdk-headless libnetty-java libhdrhistogram-java)

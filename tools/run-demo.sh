@@ -2,7 +2,8 @@
 # Builds kairos (Release) and runs the latency demo: W3 (one-shot lateness) and W1 (submit cost)
 # for kairos in hybrid mode beside naive-stpe, a mutex+heap+condition-variable scheduler built
 # the way Java's ScheduledThreadPoolExecutor is, and beside Java's own class (java-stpe-1) when a
-# JDK is present. About a minute; prints a table and the paths of two SVG charts.
+# JDK is present. About a minute; prints a table and the path of one SVG chart
+# (W3 lateness, build/demo/out/w3_lateness.svg; W1 has no chart).
 #   bash tools/run-demo.sh            the demo
 #   bash tools/run-demo.sh --quick    the same, small sizes (a few seconds; what CI runs)
 # Other arguments go to kairos-lat. KAIROS_WITH_JAVA=0 leaves Java out.

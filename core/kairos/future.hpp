@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <future>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -70,6 +71,13 @@ class ScheduledFuture {
     }
   }
 
+  // Blocks until done (completed, failed or cancelled), as std::future::wait(); get() then
+  // does not block. A periodic task's future is done only when the series ends.
+  void wait() const {
+    check();
+    detail::wait_done(node_, -1);
+  }
+
   // Waits at most `timeout` (real time, also on a ManualClock scheduler).
   template <class Rep, class Period>
   std::future_status wait_for(std::chrono::duration<Rep, Period> timeout) const {
@@ -78,6 +86,32 @@ class ScheduledFuture {
     if (t < 0) t = 0;
     std::uint32_t s = detail::wait_done(node_, detail::add_saturated(detail::steady_now_ns(), t));
     return detail::is_terminal(s) ? std::future_status::ready : std::future_status::timeout;
+  }
+
+  // Waits until `deadline` at most, as std::future::wait_until(): real time on any clock with a
+  // static now(). A steady_clock deadline (SteadyClock's time_point) is the futex wait's own
+  // CLOCK_MONOTONIC deadline; any other clock (system_clock, ...) is waited for in steps of
+  // wait_for(deadline - Clock::now()) until that clock reaches it, so a clock that is set back
+  // is waited for longer, never less. A ManualClock time point is refused at compile time: no
+  // real time passes on it (use wait_for, or advance the clock and wait()).
+  template <class Clock, class Dur>
+  std::future_status wait_until(std::chrono::time_point<Clock, Dur> deadline) const {
+    static_assert(!std::is_same_v<Clock, ManualClock>,
+                  "kairos: wait_until takes a real clock's time point; a ManualClock's time moves only "
+                  "by advance() (use wait_for, or wait())");
+    check();
+    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+      std::int64_t at = detail::to_ns_saturated(deadline.time_since_epoch());
+      if (at < 0) at = 0;  // before the clock's epoch: already passed (-1 would mean "no deadline")
+      std::uint32_t s = detail::wait_done(node_, at);
+      return detail::is_terminal(s) ? std::future_status::ready : std::future_status::timeout;
+    } else {
+      for (;;) {
+        auto left = deadline - Clock::now();
+        if (left <= decltype(left)::zero()) return is_done() ? std::future_status::ready : std::future_status::timeout;
+        if (wait_for(left) == std::future_status::ready) return std::future_status::ready;
+      }
+    }
   }
 
   // True iff this call cancelled the task (it had not completed). A running task's future
@@ -108,6 +142,20 @@ class ScheduledFuture {
     std::int64_t deadline;
     bool never = __builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs;
     return detail::rearm_task(node_, core_, never ? detail::kMaxNs : deadline, never);
+  }
+  // rearm() to an absolute deadline on the task's scheduler's clock, for a loop that already
+  // read that clock (one clock read per message instead of two): the same contract, the same
+  // cost. The deadline is a SteadyClock (std::chrono::steady_clock) time point for a
+  // steady-clock scheduler and a ManualClock one for a manual-clock scheduler; a deadline of the
+  // other of the two throws std::invalid_argument (any other clock does not compile). A past
+  // deadline is due at once (as schedule_at()).
+  template <class Clock, class Dur>
+    requires(std::is_same_v<Clock, std::chrono::steady_clock> || std::is_same_v<Clock, ManualClock>)
+  bool rearm_at(std::chrono::time_point<Clock, Dur> deadline) {
+    if (!node_) return false;
+    if (std::is_same_v<Clock, ManualClock> != (clock_ != nullptr))
+      throw std::invalid_argument("kairos: rearm_at: the deadline is on another clock than the task's scheduler");
+    return detail::rearm_task(node_, core_, detail::to_ns_saturated(deadline.time_since_epoch()), false);
   }
   bool is_rearmable() const noexcept { return node_ && (node_->flags & detail::kRearmable); }
 

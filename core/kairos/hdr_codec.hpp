@@ -14,6 +14,11 @@
 // Link: zlib (CMake: find_package(ZLIB), target ZLIB::ZLIB; Debian: zlib1g-dev).
 // Errors: decoders throw std::invalid_argument naming what is wrong (bad cookie, truncated input,
 //   inflate error, counts past the end of the range, bad base64, a malformed log line).
+// Hostile input: every index and length is checked before it is used (no overflow, no read past
+//   the input); a compressed payload is inflated only up to the length its inner header announces,
+//   and that length only up to what the largest histogram of its layout can take (every count
+//   in its widest, 9-byte form: 66 KiB for kairos's own layout), so a zlib bomb is refused with
+//   that reason after at most that much memory.
 // Threads: plain functions over values; HlogWriter is one object per stream.
 //
 // Example: a log that HistogramLogProcessor or HistogramLogAnalyzer reads.
@@ -137,8 +142,18 @@ struct Layout {
     sub_bucket_half_count = std::int64_t{1} << sub_bucket_half_count_magnitude;
     if (unit_magnitude + sub_bucket_half_count_magnitude > 61) fail("lowestDiscernibleValue too large");
   }
+  // The number of counts indexes whose values fit in 63 bits: the buckets b = 0 .. 62 - unit -
+  // half magnitude (their lowest value sub << (b + unit) with sub < 2 * half count) plus bucket 0's
+  // lower half.
+  std::uint64_t counts_length() const {
+    return static_cast<std::uint64_t>(64 - unit_magnitude - sub_bucket_half_count_magnitude) *
+           static_cast<std::uint64_t>(sub_bucket_half_count);
+  }
+  // The most bytes the V2 counts of this layout take: each index one word of at most 9 bytes.
+  std::uint64_t max_payload_bytes() const { return counts_length() * 9; }
   // [lowest, highest] value of counts index i; false past 2^63.
   bool range(std::uint64_t i, std::int64_t& lo, std::int64_t& hi) const {
+    if (i >= counts_length()) return false;  // also keeps the bucket number below in range
     std::int64_t bucket = static_cast<std::int64_t>(i >> sub_bucket_half_count_magnitude) - 1;
     std::int64_t sub = static_cast<std::int64_t>(i & static_cast<std::uint64_t>(sub_bucket_half_count - 1)) +
                        sub_bucket_half_count;
@@ -203,6 +218,44 @@ inline std::vector<std::uint8_t> encode_v2_compressed(const LatencyHistogram& h,
   return out;
 }
 
+namespace detail {
+
+// zlib's inflate over one compressed payload, ended on every path.
+class Inflater {
+ public:
+  explicit Inflater(std::span<const std::uint8_t> z) {
+    if (inflateInit(&s_) != Z_OK) fail("zlib inflateInit failed");
+    s_.next_in = const_cast<Bytef*>(z.data());
+    s_.avail_in = static_cast<uInt>(z.size());
+  }
+  ~Inflater() { inflateEnd(&s_); }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+  // Inflates into out until out.size() bytes in all are produced, the stream ends or zlib
+  // cannot go on; the bytes produced so far.
+  std::size_t fill(std::vector<std::uint8_t>& out) {
+    while (s_.total_out < out.size() && status_ == Z_OK) {
+      s_.next_out = out.data() + s_.total_out;
+      s_.avail_out = static_cast<uInt>(out.size() - s_.total_out);
+      status_ = inflate(&s_, Z_NO_FLUSH);  // Z_BUF_ERROR: no progress possible (input ended)
+    }
+    return s_.total_out;
+  }
+  bool ended() const { return status_ == Z_STREAM_END; }
+  bool failed() const { return status_ != Z_OK && status_ != Z_STREAM_END; }
+
+ private:
+  z_stream s_{};
+  int status_ = Z_OK;
+};
+
+inline std::uint32_t be32(const std::uint8_t* at) {
+  return static_cast<std::uint32_t>(at[0]) << 24 | static_cast<std::uint32_t>(at[1]) << 16 |
+         static_cast<std::uint32_t>(at[2]) << 8 | static_cast<std::uint32_t>(at[3]);
+}
+
+}  // namespace detail
+
 // Reads either encoding into `out` (see Mapping above); on a throw, out is reset.
 inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
   out.reset();
@@ -211,31 +264,39 @@ inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
   if ((cookie & ~0xf0u) == (kV2CompressedCookie & ~0xf0u)) {
     const std::uint32_t length = in.u32();
     if (in.left() < length) detail::fail("truncated compressed payload");
-    const std::span<const std::uint8_t> z = in.rest().first(length);
-    std::vector<std::uint8_t> plain(std::max<std::size_t>(4 * length + kV2HeaderBytes, 1024));
-    z_stream s{};
-    if (inflateInit(&s) != Z_OK) detail::fail("zlib inflateInit failed");
-    s.next_in = const_cast<Bytef*>(z.data());
-    s.avail_in = static_cast<uInt>(z.size());
-    int rc = Z_OK;
-    while (true) {
-      s.next_out = plain.data() + s.total_out;
-      s.avail_out = static_cast<uInt>(plain.size() - s.total_out);
-      rc = inflate(&s, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) break;
-      if (rc != Z_OK && rc != Z_BUF_ERROR) break;
-      if (s.avail_out != 0) break;  // no progress possible: input ended early
-      if (plain.size() > (std::size_t{1} << 28)) break;
-      plain.resize(plain.size() * 2);
+    detail::Inflater z(in.rest().first(length));
+    // First the inner header: it announces the payload's length and its layout's largest one.
+    std::vector<std::uint8_t> plain(kV2HeaderBytes);
+    const std::size_t header_bytes = z.fill(plain);
+    if (header_bytes < kV2HeaderBytes) {
+      if (!z.ended()) detail::fail("zlib could not inflate the payload (corrupt or truncated)");
+      plain.resize(header_bytes);
+      decode(plain, out);  // names what is missing
+      return;
     }
-    const std::size_t produced = s.total_out;
-    inflateEnd(&s);
-    if (rc != Z_STREAM_END) detail::fail("zlib could not inflate the payload (corrupt or truncated)");
-    plain.resize(produced);
-    if (plain.size() >= 4 && ((static_cast<std::uint32_t>(plain[0]) << 24 | plain[1] << 16 | plain[2] << 8 | plain[3]) &
-                              ~0xf0u) == (kV2CompressedCookie & ~0xf0u))
+    if ((detail::be32(plain.data()) & ~0xf0u) == (kV2CompressedCookie & ~0xf0u))
       detail::fail("nested compressed encoding");
-    decode(plain, out);
+    if ((detail::be32(plain.data()) & ~0xf0u) == (kV2Cookie & ~0xf0u)) {
+      const std::uint64_t announced = detail::be32(plain.data() + 4);
+      std::int64_t lowest = 0;
+      for (std::size_t k = 0; k < 8; ++k) lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
+      const std::uint32_t digits = detail::be32(plain.data() + 12);
+      if (digits > 5) detail::fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
+      const detail::Layout layout(lowest, static_cast<int>(digits));
+      if (announced > layout.max_payload_bytes())
+        detail::fail("the compressed payload's header announces " + std::to_string(announced) +
+                     " bytes of counts, more than the " + std::to_string(layout.max_payload_bytes()) +
+                     " the largest histogram of its layout takes (refused before inflating it)");
+      // One byte more than announced: producing it shows the payload is longer than it says.
+      plain.resize(kV2HeaderBytes + static_cast<std::size_t>(announced) + 1);
+      const std::size_t produced = z.fill(plain);
+      if (produced == plain.size())
+        detail::fail("the compressed payload inflates past the " + std::to_string(announced + kV2HeaderBytes) +
+                     " bytes its header announces (refused there)");
+      if (!z.ended()) detail::fail("zlib could not inflate the payload (corrupt or truncated)");
+      plain.resize(produced);
+    }
+    decode(plain, out);  // another cookie: decode names it
     return;
   }
   if ((cookie & ~0xf0u) != (kV2Cookie & ~0xf0u)) {
@@ -254,6 +315,7 @@ inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
   if (normalizing != 0) detail::fail("a normalizing index offset is not supported");
   if (ratio != 1.0) detail::fail("a DoubleHistogram (conversion ratio != 1) is not supported");
   if (in.left() < payload) detail::fail("truncated counts payload");
+  if (digits > 5) detail::fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
   const detail::Layout layout(lowest, static_cast<int>(digits));
   const bool same = layout.unit_magnitude == 0 && layout.sub_bucket_half_count == LatencyHistogram::kSubBuckets;
   detail::Reader counts(in.rest().first(payload));
@@ -265,7 +327,10 @@ inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
   while (counts.left() > 0) {
     const std::int64_t word = counts.zigzag();
     if (word < 0) {
-      index += static_cast<std::uint64_t>(-word);
+      const std::uint64_t zeros = 0 - static_cast<std::uint64_t>(word);  // -INT64_MIN has no int64
+      if (index > layout.counts_length() || zeros > layout.counts_length() - index)
+        detail::fail("a run of empty buckets past the end of the 63-bit range");
+      index += zeros;
       continue;
     }
     const auto c = static_cast<std::uint64_t>(word);
@@ -431,9 +496,14 @@ inline Hlog read_hlog(std::istream& in) {
   Hlog log;
   std::string line;
   std::size_t number = 0;
-  auto header_value = [](const std::string& l, std::string_view key, double& v) {
+  // "#[StartTime: 1700000000.123 (seconds since epoch), ...]": a finite number of seconds, >= 0.
+  auto header_value = [&](const std::string& l, std::string_view key, double& v) {
     if (l.rfind(key, 0) != 0) return false;
-    v = std::strtod(l.c_str() + key.size(), nullptr);
+    char* end = nullptr;
+    v = std::strtod(l.c_str() + key.size(), &end);
+    if (end == l.c_str() + key.size() || !std::isfinite(v) || v < 0 || (*end != ' ' && *end != ']'))
+      detail::fail("hlog line " + std::to_string(number) + ": " + std::string(key.substr(2, key.size() - 4)) +
+                   " is not a number of seconds: " + l);
     return true;
   };
   while (std::getline(in, line)) {
@@ -471,6 +541,7 @@ inline Hlog read_hlog(std::istream& in) {
     };
     iv.start_s = number_of(fields[0], "StartTimestamp");
     iv.length_s = number_of(fields[1], "Interval_Length");
+    if (iv.length_s < 0) bad("Interval_Length is negative");
     (void)number_of(fields[2], "Interval_Max");
     try {
       from_base64(fields[3], iv.histogram);

@@ -11,12 +11,17 @@
 //   behind a slow call is counted, not hidden (no coordinated omission). A call that starts
 //   late shows as such in max_behind.
 // Concurrency: set_concurrency(n) with n > 1 makes the calls on n threads of the pacer's own, at
-//   the same total rate (wrk2's -c): call k is meant for t0 + k * period, and whichever of the n
-//   threads is free takes it; it starts when the scheduler's fixed-rate task releases it or when
-//   that thread sees the clock reach its intended start, whichever comes first. So up to n calls
-//   are in flight and a slow call delays only the calls that find no free thread. Each call is
-//   still measured from its intended start. With n == 1 (the default) the calls run on
-//   the scheduler thread itself, one after another (no hand-off between threads).
+//   the same total rate (wrk2's -c): call k is meant for t0 + k * period and belongs to thread
+//   k % n, which makes its own calls k, k + n, k + 2n, ... in order (wrk2: each connection owns
+//   its share of the schedule). A call starts when the scheduler's fixed-rate task releases it
+//   (a wake-up aimed at its thread alone) or when its thread sees the clock reach its intended
+//   start, whichever comes first. No thread ever waits for another: a thread slow to wake or
+//   busy with a slow call delays its own later calls only (they start late and are measured
+//   from their intended start, so the delay shows), never another thread's. Up to n calls are in
+//   flight. With n == 1 (the default) the calls run on the scheduler thread itself, one after
+//   another (no hand-off between threads). Start lag at n == 2 against n == 1, same rate, free
+//   cores: tests/tools/pacer_concurrency_test.cpp (PacerConcurrency.StartLagAtTwoThreadsNearOne
+//   holds the bound; PacerStartLag.DISABLED_Table prints the table for a quiet machine).
 // Intervals: set_intervals(every, fn) hands fn the histograms of every interval of `every`
 //   (a call is counted in the interval in which it ended, measured from the intended start of
 //   the first measured call; intervals without calls are handed out too, so the sum of the
@@ -217,8 +222,10 @@ class BasicPacer {
 
   // An interval callback that writes each interval's response-time histogram as one line of an
   // interval log: log.write(histogram, start_s, length_s, tag), as kairos::hdr::HlogWriter takes
-  // it. Start times are from the first measured call's intended start; create the writer just
-  // before the run so that its StartTime is that moment. `log` must outlive the runs.
+  // it. Start times are from the first measured call's intended start, which is the start delay
+  // plus warm-up calls * period after the run begins: for the log's StartTime to be that moment,
+  // construct the writer with start_time_s = (system time just before the run) + start delay +
+  // warm-up * period, in seconds. `log` must outlive the runs.
   template <class Log>
   static IntervalFn hlog_intervals(Log& log, std::string tag = {}) {
     return [&log, tag = std::move(tag)](const PacerInterval& i) {
@@ -236,6 +243,19 @@ class BasicPacer {
     std::int64_t max_behind = 0;
     std::int64_t last_start = std::numeric_limits<std::int64_t>::min();
     std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+  };
+
+  // Concurrency n: what the tick tells calling thread w (each on its own cache line, so a
+  // release for one thread never touches another's line).
+  struct alignas(64) Slot {
+    // Calls of this thread released so far (its j-th own call, k = w + j * n, may start once
+    // released > j), plus kStopBump per stop. Incremented by the tick only, in index order.
+    std::atomic<std::uint64_t> released{0};
+    // What the thread sleeps on: bumped after every change of `released`. 32 bits, so that
+    // wait()/notify are a futex on this very word (libstdc++ waits on a 64-bit atomic through a
+    // table of shared proxy words, which all slots, 64 bytes apart, would hash to alike).
+    std::atomic<std::uint32_t> bell{0};
+    std::atomic<bool> sleeping{false};  // the thread is (about to be) blocked in bell.wait()
   };
 
   // The open interval and the closed ones not yet handed out; guarded by mu.
@@ -284,7 +304,8 @@ class BasicPacer {
     std::uint64_t warmup = 0;
     // -- concurrency 1: written by the runs only (each run happens-before the next); read by
     //    the waiting thread after it saw finished == true under mu, which the last run set.
-    //    concurrency n: next is the tick's; each tally is its thread's, read after the join ---
+    //    concurrency n: next is the tick's; each tally and slot its thread's, tallies read
+    //    after the join ---
     std::uint64_t next = 0;  // index of the next call (the next to release, with concurrency)
     std::int64_t final_start = 0;  // actual start of call total - 1
     std::vector<Tally> tallies;
@@ -293,11 +314,8 @@ class BasicPacer {
     std::atomic<std::uint64_t> calls_made{0};  // relaxed: progress only
     std::atomic<bool> stop{false};             // a run must end early (error, scheduler ended)
     // -- concurrency n only ----------------------------------------------------------------
-    std::atomic<std::uint64_t> released{0};  // calls with an index below may start (+ kStopBump)
-    std::atomic<std::uint64_t> claimed{0};   // the next index a free thread takes
-    std::atomic<unsigned> sleepers{0};       // threads blocked in released.wait()
+    std::unique_ptr<Slot[]> slots;           // one per calling thread: slots[k % n] for call k
     std::atomic<unsigned> running{0};        // calling threads not yet finished
-    std::mutex front;                        // held by the one thread waiting for a release
     // -- shared: guarded by mu ----------------------------------------------------------
     std::mutex mu;
     std::condition_variable cv;
@@ -373,61 +391,71 @@ class BasicPacer {
     std::shared_ptr<State<Fn>> state;
     void operator()() const {
       State<Fn>& s = *state;
-      if (s.next >= s.total || s.stop.load(std::memory_order_acquire)) return;
-      ++s.next;
-      // [E1] pairs with [E2]: either this tick sees the sleeper and wakes it, or the sleeper's
-      // re-read after registering sees this release.
-      s.released.fetch_add(1, std::memory_order_seq_cst);
-      if (s.sleepers.load(std::memory_order_seq_cst) > 0) s.released.notify_one();  // the front one
+      if (s.stop.load(std::memory_order_acquire)) return;
+      // Every call due by now and no other (a release lets the call start: never before its
+      // intended start). A tick late against the calls' schedule (the clock moved on before
+      // the run was submitted) so leaves no due call waiting for a later tick.
+      const std::int64_t now = now_ns(s.clock);
+      while (s.next < s.total && s.intended0 + static_cast<std::int64_t>(s.next) * s.period <= now) {
+        release(s.slots[s.next % s.tallies.size()]);
+        ++s.next;
+      }
+    }
+    static void release(Slot& owner) {
+      // (PC1) pairs with (PC2) in worker(): both sides are seq_cst, a store then a load of the
+      // other's word (Dekker), so in their single total order either this load follows the
+      // thread's sleeping = true (it is woken here) or the thread's re-read of `released`
+      // follows this increment (it does not block). The bell changes after `released`: a thread
+      // that read the old bell and then the old count blocks on a word that this bump changes,
+      // so the futex returns at once or is woken by the notify. No release is lost.
+      owner.released.fetch_add(1, std::memory_order_seq_cst);
+      owner.bell.fetch_add(1, std::memory_order_seq_cst);
+      if (owner.sleeping.load(std::memory_order_seq_cst)) owner.bell.notify_one();
     }
   };
 
   template <class Fn>
   static void stop_workers(State<Fn>& s) {
     s.stop.store(true, std::memory_order_release);
-    s.released.fetch_add(kStopBump, std::memory_order_seq_cst);  // every waiter's value changes
-    s.released.notify_all();
+    for (std::size_t w = 0; w < s.tallies.size(); ++w) {
+      // Every waiter's word changes and counts every call as released: the thread wakes, and its
+      // stop check (acquire; the store above is sequenced before this bump) ends it.
+      s.slots[w].released.fetch_add(kStopBump, std::memory_order_seq_cst);
+      s.slots[w].bell.fetch_add(1, std::memory_order_seq_cst);
+      s.slots[w].bell.notify_all();
+    }
   }
 
-  // Concurrency n: one calling thread. When free, it queues on `front`; the thread at the front
-  // takes the next index and waits for its release, then leaves the front to the next free
-  // thread and makes the call. So one thread at a time waits for the tick (one wake-up per call),
-  // and the calls go to the threads in the order they became free.
+  // Concurrency n: calling thread w of n. It makes calls w, w + n, w + 2n, ... in order: for
+  // each, it waits for its release (or the clock), makes it, records it. It shares nothing
+  // with the other calling threads but the stop flag, the error and the intervals' lock.
   template <class Fn>
-  static void worker(State<Fn>& s, Tally& t) {
-    for (;;) {
-      if (s.stop.load(std::memory_order_acquire)) break;
-      std::uint64_t k = 0;
+  static void worker(State<Fn>& s, unsigned w, Tally& t) {
+    const std::uint64_t n = s.tallies.size();
+    Slot& slot = s.slots[w];
+    for (std::uint64_t j = 0;; ++j) {
+      const std::uint64_t k = w + j * n;
+      if (k >= s.total || s.stop.load(std::memory_order_acquire)) break;
       {
-        // A free thread first tries for the front without sleeping: when calls are due back to
-        // back, the next thread is running and takes over without a wake-up.
-        bool got = s.front.try_lock();
-        for (int spin = 0; !got && spin < 64; ++spin) {
-          std::this_thread::yield();
-          got = s.front.try_lock();
-        }
-        if (!got) s.front.lock();
-        std::lock_guard front(s.front, std::adopt_lock);
-        k = s.claimed.fetch_add(1, std::memory_order_relaxed);
-        if (k >= s.total) break;
         // The call may start once released or once the clock has reached its intended start,
         // whichever this thread sees first (the thread does not depend on the tick being
         // scheduled in time). Close to the intended start it yields and looks again; further
         // off, it sleeps until the tick releases the call.
         const std::int64_t due = s.intended0 + static_cast<std::int64_t>(k) * s.period;
-        std::uint64_t r = s.released.load(std::memory_order_acquire);
-        while (r <= k) {
+        std::uint64_t r = slot.released.load(std::memory_order_acquire);
+        while (r <= j) {
           const std::int64_t ahead = due - now_ns(s.clock);
           if (ahead <= 0) break;
           if (ahead <= kYieldWithinNs) {
             std::this_thread::yield();
           } else {
-            s.sleepers.fetch_add(1, std::memory_order_seq_cst);
-            r = s.released.load(std::memory_order_seq_cst);  // [E2] pairs with [E1]
-            if (r <= k) s.released.wait(r, std::memory_order_seq_cst);
-            s.sleepers.fetch_sub(1, std::memory_order_relaxed);
+            slot.sleeping.store(true, std::memory_order_seq_cst);
+            const std::uint32_t bell = slot.bell.load(std::memory_order_seq_cst);
+            r = slot.released.load(std::memory_order_seq_cst);  // (PC2) pairs with (PC1) in Tick
+            if (r <= j) slot.bell.wait(bell, std::memory_order_acquire);
+            slot.sleeping.store(false, std::memory_order_relaxed);  // a stale true: one spare notify
           }
-          r = s.released.load(std::memory_order_acquire);
+          r = slot.released.load(std::memory_order_acquire);
         }
       }
       if (s.stop.load(std::memory_order_acquire)) break;  // set before the bump that woke us
@@ -488,13 +516,16 @@ class BasicPacer {
       }
     } joiner{s, threads};
     ScheduledFuture<void> future;
+    // The first run at the first intended start (also when starting the threads took time).
+    const Duration first_in(std::max<std::int64_t>(0, s.intended0 - now_ns(clock_)));
     if (n == 1) {
-      future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, start_delay_, Duration(period));
+      future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, first_in, Duration(period));
     } else {
       s.running.store(n, std::memory_order_relaxed);
       threads.reserve(n);
-      for (unsigned k = 0; k < n; ++k) threads.emplace_back([&s, k] { worker(s, s.tallies[k]); });
-      future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, start_delay_, Duration(period));
+      s.slots = std::make_unique<Slot[]>(n);
+      for (unsigned w = 0; w < n; ++w) threads.emplace_back([&s, w] { worker(s, w, s.tallies[w]); });
+      future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, first_in, Duration(period));
     }
 
     bool stopped_by_scheduler = false;

@@ -20,6 +20,7 @@
 #include <optional>
 #include <ranges>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -174,9 +175,12 @@ class BasicScheduler {
   // Submits every callable of `tasks` (copied from an lvalue range, moved from an rvalue one)
   // and waits until all are done; returns their futures in the range's order, all done. If a
   // submission throws, the tasks already submitted are cancelled and the exception leaves.
-  // Blocks the caller: from inside a task it needs another free thread of this scheduler.
+  // Blocks the caller: from inside a task it needs another free thread of this scheduler; from
+  // a task whose shard has no other thread (one thread per shard, or a poll) it would wait for
+  // ever, and throws std::logic_error instead (use the timed form there).
   template <std::ranges::input_range Range>
   auto invoke_all(Range&& tasks) {
+    refuse_waiting_for_itself("invoke_all");
     auto futures = submit_all(std::forward<Range>(tasks));
     for (auto& f : futures)
       while (f.wait_for(std::chrono::hours(24)) != std::future_status::ready) {
@@ -203,6 +207,7 @@ class BasicScheduler {
   // std::invalid_argument. Blocks the caller like invoke_all.
   template <std::ranges::input_range Range>
   auto invoke_any(Range&& tasks) {
+    refuse_waiting_for_itself("invoke_any");
     return any_of(std::forward<Range>(tasks), -1);
   }
   // As above; throws TimeoutError (and cancels every task) if none completed normally within
@@ -245,16 +250,30 @@ class BasicScheduler {
     return core_->poll(detail::to_ns_saturated(now.time_since_epoch()), limit);
   }
   std::size_t poll() { return core_->poll(core_->now_ns(), SIZE_MAX); }  // due at the clock's now
-  // The earliest deadline of a pending task (submissions made before the call included);
-  // nullopt if none is pending, or none will ever be due. A task submitted later from another
-  // thread may be earlier: a loop that sleeps until then must bound its sleep.
+  // The earliest deadline of a pending task, at its newest deadline if it was re-armed, tasks
+  // waiting in a running poll's batch and every submission made before the call included;
+  // nullopt if none is pending, or none will ever be due. It also arms the wake-up: until the
+  // next poll() or next_deadline(), the first submission or re-arm on another thread whose
+  // deadline is earlier than the one returned (any, after nullopt) makes wake_fd() readable and
+  // calls Options::on_wake. A loop that sleeps until the deadline returned, or until wake_fd()
+  // is readable, wakes in time (docs/poll-mode.md).
   std::optional<time_point> next_deadline() {
     std::int64_t d = core_->next_deadline();
     if (d == detail::kMaxNs) return std::nullopt;
     return time_point(std::chrono::duration_cast<typename time_point::duration>(Duration(d)));
   }
+  // Poll mode: an eventfd owned by the scheduler (non-blocking, close-on-exec; never close it),
+  // readable once a wake-up was signalled (see next_deadline()); next_deadline() reads it back
+  // to 0. Put it in the loop's epoll/poll set or an Asio stream_descriptor.
+  int wake_fd() const { return core_->wake_fd(); }
 
  private:
+  void refuse_waiting_for_itself(const char* call) const {
+    if (core_->would_wait_for_itself())
+      throw std::logic_error(std::string("kairos: ") + call +
+                             "() without a timeout from a task whose shard has no other thread (or from a "
+                             "poll) would wait for itself for ever; use the timed form");
+  }
   static ManualClock* manual(Clock& c) noexcept {
     if constexpr (std::is_same_v<Clock, ManualClock>) return &c;
     else { (void)c; return nullptr; }

@@ -28,6 +28,9 @@ struct ShardStats {
   std::int64_t wake_overshoot_ns = 0;   // adaptive: the estimated percentile of how late a timed
                                         // sleep wakes (before the floor and ceiling); 0 otherwise
   std::uint64_t wake_overshoot_samples = 0;  // adaptive: timed sleeps measured (kicks excluded)
+  // Poll mode: wake-ups of the owner's loop signalled by this shard's submitters and re-armers
+  // (their deadline was earlier than the one next_deadline() armed; BasicScheduler::wake_fd()).
+  std::uint64_t loop_wakes = 0;
 };
 
 struct SchedulerStats {
@@ -45,6 +48,7 @@ struct SchedulerStats {
       t.spin_window_ns = std::max(t.spin_window_ns, s.spin_window_ns);  // the widest shard's
       t.wake_overshoot_ns = std::max(t.wake_overshoot_ns, s.wake_overshoot_ns);
       t.wake_overshoot_samples += s.wake_overshoot_samples;
+      t.loop_wakes += s.loop_wakes;
     }
     return t;
   }

@@ -9,6 +9,8 @@
 // (and waits for its item), or R2 comes after R1 and the producer sees the new state; then it
 // makes sure the item is looked at: the shard's threads will drain it before they exit, or, if
 // they are gone, the producer settles the inbox itself under the shard lock.
+#include <poll.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -101,6 +103,8 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
   // ---- submission -------------------------------------------------------------------------------
   void submit(TaskBase* t, std::int64_t deadline, bool never) override {
+    // Options::on_wake runs inside this call and may destroy the scheduler: kept alive till the end.
+    std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;
     t->deadline = deadline;  // not yet published: no other thread can see t
     unsigned idx = shard_index();
     Shard& sh = *shards_[idx];
@@ -111,15 +115,14 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     if (cap == 0) {
       seq = sh.inbox().take_seq();  // (I1)
     } else {
-      // Unsigned: a capacity of 2^63 or more (SIZE_MAX: "no limit") bounds nothing.
-      auto has_room = [&](std::uint64_t s) {
-        std::int64_t p = sh.pending_at(s);
-        return p < 0 || static_cast<std::uint64_t>(p) < cap;
-      };
-      while (!sh.inbox().take_seq_if(seq, has_room)) {
+      // Counted by what is pending (Shard::try_admit), not by sequence numbers in flight: a
+      // re-arm racing this submission takes a seq but no place. Unsigned: a capacity of 2^63 or
+      // more (SIZE_MAX: "no limit") bounds nothing.
+      while (!sh.try_admit(cap)) {
         if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest && sh.make_room()) continue;
         return reject(t, sh, true);
       }
+      seq = sh.inbox().take_seq();  // (I1)
     }
     sh.publish(t, seq, never);
     if (state_.run_state.load(std::memory_order_seq_cst) != kRunningState) sh.after_racing_shutdown();  // (R2)
@@ -128,6 +131,10 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   // Applies the rejection policy to t (not enqueued; the caller's scheduler reference).
   void reject(TaskBase* t, Shard& sh, bool over_capacity) {
     sh.count_rejected();
+    // The user code below (on_rejected, a caller_runs task, on_uncaught) may destroy the
+    // scheduler (shut down on a fatal error): this engine, its options and its handlers stay
+    // alive until this call is done with them.
+    const std::shared_ptr<Engine> keep = shared_from_this();
     if (state_.opt.on_rejected) {
       // Options::on_rejected: the caller's thread gets the task as a Task (kOrphan: it may run
       // it once or drop it, as with shutdown_now's). Never published: no other thread sees t.
@@ -180,17 +187,20 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     }
     // A periodic re-queue is never rejected: enqueue without the capacity check.
     std::atomic_ref<std::int64_t>(t->deadline).store(never ? kMaxNs : next, std::memory_order_relaxed);
+    sh.admit_unchecked();
     sh.publish(t, sh.inbox().take_seq(), never);
     if (state_.run_state.load(std::memory_order_seq_cst) != kRunningState) sh.after_racing_shutdown();
   }
 
   void on_cancelled(TaskBase* t, bool queued) noexcept override { shards_[t->shard]->on_cancelled(t, queued); }
   void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept override {
+    std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;  // (submit)
     shards_[t->shard]->rearm_locked(t, deadline, never);
   }
 
   // ---- threads ------------------------------------------------------------------------------------
   void worker_main(unsigned s, unsigned index, int cpu, const std::string& name) {
+    t_own_shard = {this, s};
     set_current_thread_name(name);
     set_timer_slack_1ns();
     if (cpu >= 0) pin_current_thread(cpu);
@@ -249,11 +259,21 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     return started;
   }
 
+  // Each shard arms the loop's wake-up at its own earliest deadline (shard_poll.cpp), then all
+  // come down to the earliest of them, the one the loop sleeps until. A wake signalled before
+  // this call is read off the fd first: from here on, the fd speaks of this call's arm.
   std::int64_t next_deadline() override {
     require_poll_mode("next_deadline");
+    state_.loop_wake->consume();
     std::int64_t d = kMaxNs;
     for (auto& sh : shards_) d = std::min(d, sh->earliest_deadline());
+    if (shards_.size() > 1)
+      for (auto& sh : shards_) sh->lower_wake(d);
     return d;
+  }
+  int wake_fd() const override {
+    require_poll_mode("wake_fd");
+    return state_.loop_wake->fd();
   }
 
   bool polled_here() const noexcept {
@@ -278,11 +298,21 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
       std::int64_t now = steady_now_ns();
       if (now >= until) return false;
       if (ran != 0) continue;
-      std::int64_t nap = std::min<std::int64_t>(until - now, 200'000);  // submissions from other
-                                                                        // threads wake nobody here
-      if (!manual_) nap = std::min(nap, std::max<std::int64_t>(0, next_deadline() - now));
-      if (nap > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(nap));
+      if (manual_) {  // ManualClock::advance() wakes no fd: look again soon
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(until - now, 200'000)));
+        continue;
+      }
+      // Asleep until the next deadline or a wake-up: next_deadline() arms the wake fd, so an
+      // earlier submission from another thread ends the sleep (and lifecycle calls do too).
+      std::int64_t nap = std::min(until - now, std::max<std::int64_t>(0, next_deadline() - now));
+      if (nap > 0) wait_readable(state_.loop_wake->fd(), nap);
     }
+  }
+
+  static void wait_readable(int fd, std::int64_t ns) noexcept {
+    pollfd p{fd, POLLIN, 0};
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    (void)::ppoll(&p, 1, &ts, nullptr);  // EINTR: the caller looks again
   }
 
   void thread_start_hook(const ThreadInfo& info) noexcept {
@@ -301,16 +331,30 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   // ---- lifecycle ------------------------------------------------------------------------------------
   void shutdown() override {
     int st = kRunningState;
-    state_.run_state.compare_exchange_strong(st, kShutdown, std::memory_order_seq_cst);  // (R1)
+    const bool first = state_.run_state.compare_exchange_strong(st, kShutdown, std::memory_order_seq_cst);  // (R1)
     for (auto& sh : shards_) sh->apply_shutdown();
+    if (first && state_.loop_wake) state_.loop_wake->signal();  // the loop polls to retire its shards
   }
 
   std::vector<TaskBase*> shutdown_now() override {
     int st = state_.run_state.load(std::memory_order_seq_cst);
     while (st < kStop && !state_.run_state.compare_exchange_weak(st, kStop, std::memory_order_seq_cst)) {  // (R1)
     }
+    if (st < kStop && state_.loop_wake) state_.loop_wake->signal();  // (first call only)
+    // The result's room is made before anything is taken (a shard makes more if racing
+    // submissions need it): std::bad_alloc leaves with the tasks still pending, for a later
+    // call or the destructor; a shard's failure after others gave theirs cancels those
+    // (dropped, as the destructor would) before it leaves. Either way nothing is lost.
     std::vector<TaskBase*> orphans;
-    for (auto& sh : shards_) sh->take_pending(orphans);
+    std::size_t estimate = 0;
+    for (auto& sh : shards_) estimate += static_cast<std::size_t>(std::max<std::int64_t>(0, sh->pending()));
+    orphans.reserve(estimate + 16);
+    try {
+      for (auto& sh : shards_) sh->take_pending(orphans);
+    } catch (...) {
+      for (TaskBase* t : orphans) drop_orphan(t);
+      throw;
+    }
     std::stable_sort(orphans.begin(), orphans.end(),
                      [](const TaskBase* a, const TaskBase* b) { return TimerHeap::before(a, b); });
     return orphans;
@@ -402,6 +446,11 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     return false;
   }
 
+  bool would_wait_for_itself() const noexcept override {
+    if (state_.opt.poll_mode) return polled_here();  // the poll is every shard's one runner
+    return t_own_shard.engine == this && state_.opt.threads_per_shard == 1 && shard_index() == t_own_shard.index;
+  }
+
   SchedulerStats stats() const override {
     SchedulerStats out;
     for (auto& sh : shards_) out.shards.push_back(sh->stats());
@@ -409,7 +458,14 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   }
 
   void close() noexcept override {
-    std::vector<TaskBase*> orphans = shutdown_now();
+    std::vector<TaskBase*> orphans;
+    try {
+      orphans = shutdown_now();
+    } catch (const std::bad_alloc&) {
+      // No memory for the list: each shard cancels its tasks in place instead, and its exit
+      // (settle_after_exit) drops them without building any list.
+      for (auto& sh : shards_) sh->cancel_pending_in_place();
+    }
     for (TaskBase* t : orphans) drop_orphan(t);
     std::thread::id me = std::this_thread::get_id();
     for (std::thread& th : threads_) {
@@ -438,6 +494,11 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
  private:
   static thread_local unsigned t_shard_slot;
+  struct OwnShard {
+    const Engine* engine = nullptr;  // a worker thread's scheduler and shard (worker_main)
+    unsigned index = 0;
+  };
+  static thread_local OwnShard t_own_shard;
 
   // A thread's tasks all go to one shard: the k-th thread to submit gets shard k % shards.
   unsigned shard_index() const noexcept {
@@ -465,6 +526,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 };
 
 thread_local unsigned Engine::t_shard_slot = ~0u;
+thread_local Engine::OwnShard Engine::t_own_shard{};
 thread_local Engine::PollScope* Engine::t_poll = nullptr;
 
 void validate(const Options& o) {

@@ -9,7 +9,10 @@
 #include <memory>
 
 #include <kairos/clock.hpp>
+#include <kairos/detail/futex.hpp>
 #include <kairos/options.hpp>
+
+#include "loop_wake.hpp"
 
 namespace kairos::detail {
 
@@ -23,7 +26,8 @@ struct EngineState {
         exec_delayed(o.execute_existing_delayed_tasks_after_shutdown),
         continue_periodic(o.continue_existing_periodic_tasks_after_shutdown),
         on_uncaught(std::make_shared<const std::function<void(std::exception_ptr)>>(o.on_uncaught)),
-        exec_hooks(o.before_execute || o.decorate_task || o.after_execute) {}
+        exec_hooks(o.before_execute || o.decorate_task || o.after_execute),
+        loop_wake(o.poll_mode ? std::make_unique<LoopWake>(o.on_wake, on_uncaught) : nullptr) {}
 
   const Options opt;
   ManualClock* const manual;
@@ -34,6 +38,7 @@ struct EngineState {
   std::atomic<bool> continue_periodic;
   const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught;
   const bool exec_hooks;  // a run goes through Shard::run_hooked (shard_hooks.cpp)
+  const std::unique_ptr<LoopWake> loop_wake;  // poll mode: the loop's wake fd and on_wake
 
   std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
   int state() const noexcept { return run_state.load(std::memory_order_seq_cst); }

@@ -16,8 +16,11 @@
 // enqueued (lost_ of those failed), done_ applied by the leader (remove and refile requests). wait_idle() and shutdown
 // compare these to know that everything sent before them has arrived.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
 #include <thread>
 #include <vector>
@@ -33,12 +36,17 @@ namespace kairos::detail {
 class Inbox {
  public:
   static constexpr std::size_t kChunk = 256;           // items per try_dequeue_bulk
+  static constexpr std::size_t kWideChunk = 4096;      // ... in drain_through
   static constexpr int kMaxPasses = 64;                // per drain(): the leader never chases
   static constexpr std::uintptr_t kRemoveTag = 1;      // an item with this bit: a remove request
   static constexpr std::uintptr_t kRefileTag = 2;      // this one: a re-arm to an earlier deadline
   static constexpr std::uintptr_t kTags = kRemoveTag | kRefileTag;
 
-  Inbox() : queue_(kInitialCapacity), tokens_(queue_) { unconfirmed_.reserve(kChunk * 4); }
+  // unconfirmed_ is reserved once for the most one drain() can leave there (kMaxPasses full
+  // passes) and a pass more: draining never grows it, so it never allocates on the leader.
+  Inbox() : queue_(kInitialCapacity), tokens_(queue_), pass_buffer_(new TaskBase*[kWideChunk]) {
+    unconfirmed_.reserve(kChunk * (kMaxPasses + 2));
+  }
 
   // -- producers -----------------------------------------------------------------------------
   // (I1) seq_cst: FIFO (above) and the leader's half of the wait protocol (leader_wait.hpp).
@@ -89,12 +97,17 @@ class Inbox {
   // accept(span) once confirmed (see FIFO), in seq order per producer, a confirmed batch at a
   // time (never empty). True if anything arrived.
   template <class Accept, class Request>
-  bool drain(Accept&& accept, Request&& request, int max_passes = kMaxPasses) {
-    TaskBase* buf[kChunk];
+  bool drain(Accept&& accept, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk) {
+    TaskBase** buf = pass_buffer_.get();
     bool any = false;
     for (int pass = 0; pass < max_passes; ++pass) {
-      std::size_t n = queue_.try_dequeue_bulk(buf, kChunk);  // (I3) acquire inside moodycamel
-      if (n < kChunk) confirm(accept);  // a complete pass: what was seen before it is confirmed
+      // Taking in was refused (no memory): leave the rest in the queue until the next drain.
+      if (refused_ && pass > 0) break;
+      // Room for this pass in unconfirmed_: it grows only under a flood that fills every pass
+      // for more than kMaxPasses passes in a row, and not at all when memory is short.
+      if (unconfirmed_.size() + chunk > unconfirmed_.capacity() && !grow_unconfirmed()) break;
+      std::size_t n = queue_.try_dequeue_bulk(buf, chunk);  // (I3) acquire inside moodycamel
+      if (n < chunk) confirm(accept);  // a complete pass: what was seen before it is confirmed
       for (std::size_t i = 0; i < n; ++i) {
         auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
         if (bits & kTags) {
@@ -112,25 +125,73 @@ class Inbox {
   }
   // Drains until every submission and remove request counted so far has arrived and been
   // confirmed (a submission between its seq and its enqueue is waited for: a few instructions).
+  // False if it stopped early because taking in was refused (accept_refused()).
   template <class Accept, class Request>
-  void drain_all(Accept&& accept, Request&& request) {
+  bool drain_all(Accept&& accept, Request&& request) {
     for (int i = 0;; ++i) {
       drain(accept, request);
-      if (unconfirmed_.empty() && drained() == submitted() && removes_done() == removes_sent()) return;
+      if (unconfirmed_.empty() && drained() == submitted() && removes_done() == removes_sent()) return true;
+      if (refused_) return false;  // the timer queue cannot take them in: memory is short
       if (i > 64) std::this_thread::yield();
+    }
+  }
+  // Drains until every submission whose seq was taken before the caller read `seqs_taken` (the
+  // seq bound: seqs_taken() at the call's start) and `counted` (submitted() then) has arrived
+  // and been confirmed; later submissions may arrive too, but are not waited for. Under steady
+  // producers this ends: draining "until empty" would not. What the poller and next_deadline()
+  // need (a submission that returned before the call is taken into account by it).
+  template <class Accept, class Request>
+  void drain_through(std::uint64_t counted, std::uint64_t seq_bound, Accept&& accept, Request&& request) {
+    // Wide passes: a pass confirms only if it comes back short, and under producers nearly as
+    // fast as this drain a 256-item pass rarely does; a 4,096-item one does.
+    for (int i = 0;; ++i) {
+      drain(accept, request, kMaxPasses / 8, kWideChunk);
+      if (drained() >= std::min(counted, submitted()) && !holds_unconfirmed_before(seq_bound)) return;
+      if (refused_) return;  // the timer queue cannot take them in: memory is short
+      if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue
     }
   }
   // The leader must drain again before it waits: items seen but not yet confirmed.
   bool has_unconfirmed() const noexcept { return !unconfirmed_.empty(); }
+  // The last confirm could not hand over every confirmed item (Shard::accept_all: the timer
+  // queue could not grow). They wait here; the leader retries after a pause, not at once.
+  bool accept_refused() const noexcept { return refused_; }
+  std::size_t unconfirmed_count() const noexcept { return unconfirmed_.size(); }
+  // Hands every item still here to fn, in order, and forgets them (shutdown_now, settling: they
+  // leave without the timer queue).
+  template <class Fn>
+  void take_unconfirmed(Fn&& fn) {
+    for (TaskBase* t : unconfirmed_) fn(t);
+    unconfirmed_.clear();
+    refused_ = false;
+  }
+  // An item seen but not confirmed took its seq before `seq_bound`.
+  bool holds_unconfirmed_before(std::uint64_t seq_bound) const noexcept {
+    for (const TaskBase* t : unconfirmed_)
+      if ((t->seq & ~kNeverBit) < seq_bound) return true;
+    return false;
+  }
 
  private:
   static constexpr std::size_t kInitialCapacity = 1024;
 
+  // accept(span) returns how many of the span's first tasks it took in; the rest (the timer
+  // queue could not grow: Shard::accept_all) stay here, confirmed, at the front, and are offered
+  // again, in order, by the next confirm.
   template <class Accept>
   void confirm(Accept& accept) {
     if (unconfirmed_.empty()) return;
-    accept(std::span<TaskBase* const>(unconfirmed_));
-    unconfirmed_.clear();
+    std::size_t taken = accept(std::span<TaskBase* const>(unconfirmed_));
+    refused_ = taken < unconfirmed_.size();
+    unconfirmed_.erase(unconfirmed_.begin(), unconfirmed_.begin() + static_cast<std::ptrdiff_t>(taken));
+  }
+  bool grow_unconfirmed() noexcept {
+    try {
+      unconfirmed_.reserve(2 * unconfirmed_.capacity());
+      return true;
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
   }
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // shard lock held: one writer
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -148,6 +209,8 @@ class Inbox {
   alignas(64) std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> done_{0};
   std::vector<TaskBase*> unconfirmed_;
+  std::unique_ptr<TaskBase*[]> pass_buffer_;  // one pass's items (kWideChunk: drain_through's)
+  bool refused_ = false;  // see accept_refused()
 };
 
 }  // namespace kairos::detail

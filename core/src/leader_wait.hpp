@@ -21,6 +21,11 @@
 //     sleeping; both seq_cst, so either the leader sees the bump (does not sleep) or the kicker
 //     sees sleeping (wakes it); FUTEX_WAIT itself re-checks the word atomically.
 //   Only the producer that wins N2 makes a system call; every other submission costs one load.
+//
+// Poll mode. Nobody sleeps here; the owner's loop arms this wait through next_deadline() (LW1 in
+// Shard::earliest_deadline, the same W1 store and count read), and the producer that wins N2
+// signals the loop's LoopWake (loop_wake.hpp) besides the kick: the same argument, with the
+// loop's sleep in epoll/poll on the wake fd in place of the futex.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -28,6 +33,7 @@
 #include <kairos/detail/futex.hpp>
 #include <kairos/duration.hpp>
 
+#include "loop_wake.hpp"
 #include "threads.hpp"
 
 namespace kairos::detail {
@@ -40,6 +46,15 @@ class LeaderWait {
   std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // W0
   void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // W1
   void disarm() noexcept { armed_.store(kAwake, std::memory_order_seq_cst); }
+  // Poll mode, several shards: the loop sleeps until the earliest of their deadlines, so each
+  // shard's arm comes down to it (never up, and not once a wake was signalled: kAwake). Lowering
+  // keeps the argument above: a producer then wins N2 for fewer deadlines, never for fewer of
+  // those earlier than the loop's.
+  void lower(std::int64_t deadline) noexcept {
+    std::int64_t a = armed_.load(std::memory_order_seq_cst);
+    while (a != kAwake && deadline < a && !armed_.compare_exchange_weak(a, deadline, std::memory_order_seq_cst)) {
+    }
+  }
   // Futex sleep while wake_word == w, until `deadline` (CLOCK_MONOTONIC ns; < 0: none).
   // Returns true iff the deadline passed.
   bool sleep_until(std::uint32_t w, std::int64_t deadline) noexcept {
@@ -65,10 +80,17 @@ class LeaderWait {
     while (deadline < a || a == kMaxNs) {
       if (armed_.compare_exchange_weak(a, kAwake, std::memory_order_seq_cst)) {  // (N2)
         kick();
+        if (loop_wake_ != nullptr) {  // poll mode: the owner's loop sleeps, not a leader
+          loop_wakes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+          loop_wake_->signal();
+        }
         return;
       }
     }
   }
+  // Poll mode: the loop's wake-up, set once before any producer runs (the shard's constructor).
+  void set_loop_wake(LoopWake* w) noexcept { loop_wake_ = w; }
+  std::uint64_t loop_wakes() const noexcept { return loop_wakes_.load(std::memory_order_relaxed); }
   // Makes the leader re-examine everything (time moved, state changed, the inbox filled up).
   void kick() noexcept {
     wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (K1) pairs with (S2)
@@ -79,6 +101,8 @@ class LeaderWait {
   alignas(64) std::atomic<std::int64_t> armed_{kAwake};
   std::atomic<std::uint32_t> wake_word_{0};
   std::atomic<bool> sleeping_{false};
+  LoopWake* loop_wake_ = nullptr;  // read-only once producers run
+  std::atomic<std::uint64_t> loop_wakes_{0};
 };
 
 }  // namespace kairos::detail

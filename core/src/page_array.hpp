@@ -12,6 +12,8 @@
 #pragma once
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -35,6 +37,10 @@ inline constexpr bool kPageArrayCopies = false;
 #else
 inline constexpr bool kPageArrayCopies = false;
 #endif
+
+// Fault injection for tests (tests/stress/regression_v3_test.cpp): while set, every growth
+// fails as it does when memory is short. Private to the engine (core/src): not installed.
+inline std::atomic<bool> g_refuse_growth_for_testing{false};
 
 template <class T>
 class PageArray {
@@ -92,10 +98,24 @@ class PageArray {
     size_ = items.size();
   }
 
+  // Capacity for at least n elements without a throw: false (nothing changed) if the array
+  // cannot grow. Grows at least geometrically, so a caller that asks for a little more each
+  // time makes O(log n) system calls.
+  bool try_reserve(std::size_t n) noexcept {
+    if (n <= capacity_) return true;
+    try {
+      reserve(std::max(n, 2 * capacity_));
+      return true;
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+  }
+
   // Capacity for at least n elements, rounded up to whole pages. Pages never written stay out
   // of the resident set.
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    if (g_refuse_growth_for_testing.load(std::memory_order_relaxed)) throw std::bad_alloc();  // relaxed: a test switch
     const std::size_t bytes = (n * sizeof(T) + kPageBytes - 1) / kPageBytes * kPageBytes;
     void* p;
     if (data_ == nullptr || kPageArrayCopies) {

@@ -36,6 +36,7 @@ void wait_unpinned(TaskBase* t) noexcept {
 Shard::Shard(const EngineState& engine, unsigned index) : engine_(engine), index_(index) {
   staged_.resize(engine.opt.threads_per_shard);
   graveyard_.reserve(2 * kMaxBatch);
+  if (engine.loop_wake) wait_.set_loop_wake(engine.loop_wake.get());  // before any producer
   (void)tsc_is_clocksource();  // its one file read here, not in a runner's first batch
 }
 
@@ -92,7 +93,8 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
 void Shard::refile(TaskBase* t) {
   if (!TimerQueue::queued(t)) return;
   queue_.erase(t);  // its key changes only while it is out
-  if (!refiled_at_newest(t)) queue_.push(t);  // not re-armed after all: where it was
+  if (!refiled_at_newest(t)) queue_.push(t);  // not re-armed after all: where it was (or gone:
+                                              // refiled_at_newest dropped it after shutdown)
 }
 
 // Starts t (kPending -> kRunning) at the key it is filed at, unless it was re-armed since: then
@@ -164,8 +166,18 @@ bool Shard::refiled_at_newest(TaskBase* t) {
   } else if (retained_after_rearm(t)) {
     moved = r->adopt_latest();
   }
-  if (moved) queue_.push(t);
+  if (moved && refiled_after_shutdown(t)) queue_.push(t);
   return moved;
+}
+
+// A pending task about to go back in line at a new key (mu_ held): after shutdown(), the
+// policies judge it again at that key, as apply_policies() judged the tasks in the queue. False
+// if they no longer allow it: it is cancelled and dropped here (the caller must not re-queue).
+bool Shard::refiled_after_shutdown(TaskBase* t) {
+  const int st = engine_.state();
+  if (st != kShutdown || allowed_after_shutdown(t, engine_.now_ns())) return true;
+  drop_cancelled(t, transition(t, kPending, kCancelled));  // (a retained cancelled task: dropped)
+  return false;
 }
 
 // ---- threads --------------------------------------------------------------------------------
@@ -244,11 +256,16 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     }
     std::int64_t now = engine_.now_ns();
     if (std::size_t n = pop_due(now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
-    if (inbox_.has_unconfirmed()) continue;  // one more (complete) pass confirms them
+    const bool refused = inbox_.accept_refused();
+    if (inbox_.has_unconfirmed() && !refused) continue;  // one more (complete) pass confirms them
     if (must_exit()) return 0;               // pop_due may have dropped the last cancelled task
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
     bool forever = head == nullptr || head->never_due();
     std::int64_t deadline = forever ? kMaxNs : head->deadline;
+    if (refused) {  // the timer queue could not grow: try again in a while, not in a loop
+      deadline = std::min(deadline, add_saturated(now, kRetryAcceptNs));
+      forever = false;
+    }
     if (!arm_and_check(deadline)) continue;
     wait_for(lk, w, deadline, forever, grave);
   }
@@ -262,13 +279,15 @@ bool Shard::arm_and_check(std::int64_t deadline) {
   if (inbox_.drained() >= counted) return true;
   // A few submissions passed (I1) before the count read: drain until they are here (they may be
   // between their seq and their enqueue: a few instructions). Later ones see (W1) themselves.
-  for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) || inbox_.has_unconfirmed(); ++i) {
+  for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
+                  (inbox_.has_unconfirmed() && !inbox_.accept_refused());
+       ++i) {
     drain();
     if (i > 64) std::this_thread::yield();
   }
   // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
   drain();
-  while (inbox_.has_unconfirmed()) drain();
+  while (inbox_.has_unconfirmed() && !inbox_.accept_refused()) drain();
   TaskBase* head = queue_.empty() ? nullptr : queue_.top();
   bool earlier = head != nullptr && !head->never_due() && head->deadline < deadline;
   if (earlier || (head != nullptr && deadline == kMaxNs)) {
@@ -342,7 +361,9 @@ bool Shard::start_stoppable(TaskBase* t) {
   }
   switch (try_start(t)) {
     case Start::started: break;
-    case Start::refile: queue_.push(t); return false;
+    case Start::refile:
+      if (refiled_after_shutdown(t)) queue_.push(t);
+      return false;
     case Start::gone: drop_cancelled(t); return false;
   }
   running_stoppable_.push_back(t);
@@ -418,6 +439,7 @@ void Shard::after_run(const Slot& slot, bool taken) {
   TaskBase* t = slot.task;
   if (!slot.started) {
     if (slot.refile && !taken) {  // re-armed after it was popped: still pending, back in line
+      if (!refiled_after_shutdown(t)) return;
       queue_.push(t);
       if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
       return;
@@ -447,17 +469,39 @@ void Shard::after_run(const Slot& slot, bool taken) {
 
 // ---- inbox ----------------------------------------------------------------------------------
 void Shard::drain() {
-  inbox_.drain([&](std::span<TaskBase* const> confirmed) { accept_all(confirmed); },
+  inbox_.drain([&](std::span<TaskBase* const> confirmed) { return accept_all(confirmed); },
                [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
 }
 
-void Shard::drain_all() {
-  inbox_.drain_all([&](std::span<TaskBase* const> confirmed) { accept_all(confirmed); },
+bool Shard::drain_all() {
+  return inbox_.drain_all([&](std::span<TaskBase* const> confirmed) { return accept_all(confirmed); },
                    [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
 }
 
-void Shard::accept_all(std::span<TaskBase* const> confirmed) {
+// Growth happens here, before a task is taken in, and nowhere else on the runner's paths: the
+// heap's capacity covers every task this shard may hold (the queue, the tasks out in batches,
+// and these), so re-queues, refiles and moves never allocate (timer_queue.hpp), and the
+// graveyard has room for each of these to leave. If the memory is not there, none is taken:
+// they stay confirmed in the inbox, in order, and the leader retries after a pause (lead()).
+// Nothing is lost and nothing throws on a runner; submissions meanwhile get bad_alloc when the
+// pool cannot grow, and everything goes on once memory is back.
+std::size_t Shard::accept_all(std::span<TaskBase* const> confirmed) {
+  const std::size_t in_batches = kMaxBatch * staged_.size();
+  if (!queue_.try_reserve(queue_.size() + in_batches + confirmed.size()) ||
+      !reserve_graveyard(confirmed.size()))
+    return 0;
   for (TaskBase* t : confirmed) accept(t);
+  return confirmed.size();
+}
+
+bool Shard::reserve_graveyard(std::size_t more) noexcept {
+  if (graveyard_.size() + more <= graveyard_.capacity()) return true;
+  try {
+    graveyard_.reserve(std::max(graveyard_.size() + more, 2 * graveyard_.capacity()));
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
 }
 
 // A confirmed submission enters the timer queue, unless cancelled or refused by the shutdown
@@ -520,9 +564,14 @@ void Shard::request(TaskBase* t, std::uintptr_t tag) {
 
 // The policies of shutdown() (the caller has seen run_state == kShutdown; a shutdown_now()
 // racing it takes what is allowed here: it needs mu_, which the caller holds).
+// A re-armed task is judged at its newest deadline (the one it will start at), not the one it
+// is filed at: one re-armed to later must not slip through as "due" after shutdown.
 bool Shard::allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept {
   if (t->periodic()) return engine_.continue_periodic.load(std::memory_order_acquire);
-  return is_due(t, now) || engine_.exec_delayed.load(std::memory_order_acquire);
+  if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;
+  if (!(t->flags & kRearmable)) return is_due(t, now);
+  std::optional<Key> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
+  return k ? (k->deadline <= now && !(k->seq & kNeverBit)) : is_due(t, now);
 }
 
 // ---- dropping ---------------------------------------------------------------------------------
@@ -644,36 +693,51 @@ void Shard::apply_shutdown() {
 void Shard::apply_policies() {
   if (engine_.state() >= kStop) return;
   std::int64_t now = engine_.now_ns();
-  std::vector<TaskBase*> gone;
-  queue_.remove_if(
-      [&](TaskBase* t) {
-        std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
-        return s == kCancelled || !allowed_after_shutdown(t, now);
-      },
-      [&](TaskBase* t) { gone.push_back(t); });
-  for (TaskBase* t : gone) drop_cancelled(t, transition(t, kPending, kCancelled));
+  auto refused = [&](TaskBase* t) {
+    std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
+    return s == kCancelled || !allowed_after_shutdown(t, now);
+  };
+  if (!reserve_graveyard(queue_.size())) {
+    // No memory to bury them now: cancelled in place (their callables go with their nodes),
+    // they leave the queue at their deadline like any retained cancelled task.
+    queue_.for_each([&](TaskBase* t) {
+      if (refused(t)) transition(t, kPending, kCancelled);
+    });
+    return;
+  }
+  queue_.remove_if(refused, [&](TaskBase* t) { drop_cancelled(t, transition(t, kPending, kCancelled)); });
 }
 
+// shutdown_now(): every pending task of this shard leaves as an orphan, at its newest key (the
+// order shutdown_now() returns them in). The room it needs (the result, the graveyard) is made
+// before anything is taken: if the memory is not there, bad_alloc leaves with the tasks still
+// here, for a later shutdown_now() or the destructor (the engine's caller decides).
 void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);
-  drain_all();
-  std::vector<TaskBase*> pending;
-  queue_.for_each([&](TaskBase* t) { pending.push_back(t); });
-  queue_.clear();
-  for (TaskBase* t : pending) {
-    if (transition(t, kPending, kOrphan)) {
-      if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();  // returned in the
-                                                                              // order it waits in
+  auto take = [&](TaskBase* t) {
+    if (transition(t, kPending, kOrphan)) {  // waits out a re-arm in progress (kRearming)
+      // No re-arm after kOrphan; the acquire of that CAS sees the last one's keys (L2).
+      if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();
       add_out(1);
       orphans.push_back(t);  // the scheduler's reference now belongs to the caller
     } else {
       drop_cancelled(t);
     }
+  };
+  for (bool settled = false; !settled;) {
+    settled = drain_all();  // false: the queue could not take some in; they are taken from the inbox
+    std::size_t n = queue_.size() + inbox_.unconfirmed_count();
+    for (const std::vector<TaskBase*>& staged : staged_) n += staged.size();
+    orphans.reserve(orphans.size() + n);  // std::bad_alloc: nothing of this round taken yet
+    if (!reserve_graveyard(n)) throw std::bad_alloc();
+    inbox_.take_unconfirmed(take);
+    queue_.remove_if([](TaskBase*) { return true; }, take);
   }
   for (std::vector<TaskBase*>& staged : staged_) {
     for (TaskBase*& t : staged) {
       if (t != nullptr && transition(t, kPending, kOrphan)) {
+        if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();  // as above
         add_ref(t);  // the Task's; the runner releases the batch's own
         add_out(1);
         orphans.push_back(t);
@@ -689,17 +753,34 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   unlock_and_bury(lk, grave);
 }
 
+// The destructor, when shutdown_now() could not allocate its list: what waits in a runner's
+// batch is cancelled where it is (its runner drops it; its callable goes with its node), the
+// rest is left to settle_after_exit, which the exit of this shard's threads (or poller) runs.
+void Shard::cancel_pending_in_place() noexcept {
+  Lock lk(mu_);
+  for (std::vector<TaskBase*>& staged : staged_)
+    for (TaskBase* t : staged)
+      if (t != nullptr) transition(t, kPending, kCancelled);
+  stop_done_ = true;
+  wait_.kick();
+  followers_cv_.notify_all();
+}
+
 // The shard's last thread is gone (mu_ held): nothing may stay pending in it.
 void Shard::settle_after_exit() {
-  std::vector<TaskBase*> rest;
-  // No order is needed here: everything left is cancelled.
+  // No order is needed here: everything left is cancelled, in place (no list of them is built).
+  auto drop_one = [&](TaskBase* t) { drop_cancelled(t, transition(t, kPending, kCancelled)); };
+  (void)reserve_graveyard(queue_.size() + inbox_.unconfirmed_count());
+  inbox_.take_unconfirmed(drop_one);
   do {
-    inbox_.drain([&](std::span<TaskBase* const> confirmed) { rest.insert(rest.end(), confirmed.begin(), confirmed.end()); },
-                 [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
+    inbox_.drain(
+        [&](std::span<TaskBase* const> confirmed) {
+          for (TaskBase* t : confirmed) drop_one(t);
+          return confirmed.size();
+        },
+        [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
   } while (inbox_.has_unconfirmed());
-  queue_.for_each([&](TaskBase* t) { rest.push_back(t); });
-  queue_.clear();
-  for (TaskBase* t : rest) drop_cancelled(t, transition(t, kPending, kCancelled));
+  queue_.remove_if([](TaskBase*) { return true; }, drop_one);
 }
 
 void Shard::settle_if_dead() {
@@ -733,6 +814,7 @@ ShardStats Shard::stats() const {
   s.spin_window_ns = adaptive_.published_window();
   s.wake_overshoot_ns = adaptive_.published_estimate();
   s.wake_overshoot_samples = adaptive_.published_samples();
+  s.loop_wakes = wait_.loop_wakes();
   std::lock_guard lk(mu_);
   s.lateness = lateness_;
   return s;

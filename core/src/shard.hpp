@@ -47,6 +47,7 @@ class Shard {
  public:
   static constexpr std::uint64_t kDrainEvery = 8192;  // inbox high-water mark (power of two)
   static constexpr std::size_t kMaxBatch = 64;        // due tasks one leader takes at once
+  static constexpr std::int64_t kRetryAcceptNs = 1'000'000;  // after the queue could not grow
   static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the
                                                              // next deadline is further away
 
@@ -56,13 +57,34 @@ class Shard {
   // ---- producers and cancellers: any thread, lock-free ---------------------------------------
   Inbox& inbox() noexcept { return inbox_; }
   LeaderWait& leader_wait() noexcept { return wait_; }
-  // Pending tasks if `seqs_taken` sequence numbers had been handed out (capacity checks).
-  std::int64_t pending_at(std::uint64_t seqs_taken) const noexcept {
-    return static_cast<std::int64_t>(seqs_taken - inbox_.abandoned() -
-                                     removes_requested_.load(std::memory_order_acquire)) -
+  // Pending tasks (queue_size()). Without a capacity: submissions (seqs taken, less abandoned
+  // ones) less cancels and departures; a re-arm in progress, whose seq is abandoned only when it
+  // ends, counts for a moment. With one: admitted_, which re-arms never touch, so that the
+  // capacity check counts what is pending and nothing in flight.
+  std::int64_t pending() const noexcept {
+    std::uint64_t in = engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)
+                                                 : inbox_.seqs_taken() - inbox_.abandoned();
+    // (CN2) acquire, pairs with (CN1) in add_out and the canceller's count: a task counted out
+    // is seen gone, with what its leaving published.
+    return static_cast<std::int64_t>(in - removes_requested_.load(std::memory_order_acquire)) -
            out_.load(std::memory_order_acquire);
   }
-  std::int64_t pending() const noexcept { return pending_at(inbox_.seqs_taken()); }
+  // Options::capacity: counts one more pending task unless `cap` are pending already.
+  bool try_admit(std::size_t cap) noexcept {
+    std::uint64_t a = admitted_.load(std::memory_order_acquire);
+    for (;;) {
+      std::int64_t p = static_cast<std::int64_t>(a - removes_requested_.load(std::memory_order_acquire)) -
+                       out_.load(std::memory_order_acquire);  // (CN2)
+      if (p >= 0 && static_cast<std::uint64_t>(p) >= cap) return false;
+      // (CN3) acq_rel: admissions are one total order, so two producers cannot both take the
+      // last place.
+      if (admitted_.compare_exchange_weak(a, a + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+    }
+  }
+  // A periodic task's next run re-enters from the caller (caller_runs): counted, never refused.
+  void admit_unchecked() noexcept {
+    if (engine_.opt.capacity != 0) admitted_.fetch_add(1, std::memory_order_acq_rel);  // (CN3)
+  }
 
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
@@ -76,6 +98,7 @@ class Shard {
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
     if (!inbox_.push(t)) {
       inbox_.abandon();
+      if (engine_.opt.capacity != 0) admitted_.fetch_sub(1, std::memory_order_acq_rel);  // (CN3)
       wait_.kick();  // drain_all() may be waiting for this seq
       release(t);
       throw std::bad_alloc();
@@ -102,13 +125,16 @@ class Shard {
   std::size_t poll(std::int64_t now, std::size_t limit, bool& retired);
   // The earliest deadline in the timer queue after taking in the inbox; kMaxNs if none is due
   // ever (empty, or only never-due tasks).
+  // Arms the loop's wake-up there (Scheduler::next_deadline, shard_poll.cpp).
   std::int64_t earliest_deadline();
+  void lower_wake(std::int64_t deadline) noexcept { wait_.lower(deadline); }
 
   // ---- lifecycle calls: any thread; each takes mu_ ----------------------------------------------
   void after_racing_shutdown();      // a submission that saw shutdown only after its enqueue
   bool make_room();                  // discard_oldest: cancels the earliest pending task
   void apply_shutdown();             // shutdown(), and a policy turned off after it
   void take_pending(std::vector<TaskBase*>& orphans);  // shutdown_now()
+  void cancel_pending_in_place() noexcept;            // the destructor, out of memory
   void settle_if_dead();             // the destructor, after the threads are gone
   bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now);  // wait_idle()
   ShardStats stats() const;
@@ -139,13 +165,17 @@ class Shard {
   bool must_exit() const noexcept;
   bool inbox_settled() const noexcept;
   void drain();
-  void drain_all();
-  void accept_all(std::span<TaskBase* const> confirmed);
+  bool drain_all();  // false: stopped early, the timer queue could not grow (inbox.hpp)
+  void drain_through(std::uint64_t counted, std::uint64_t seq_bound);
+  std::int64_t effective_earliest();
+  std::size_t accept_all(std::span<TaskBase* const> confirmed);
+  bool reserve_graveyard(std::size_t more) noexcept;
   void accept(TaskBase* t);
   void request(TaskBase* t, std::uintptr_t tag);
   void refile(TaskBase* t);
   Start try_start(TaskBase* t) noexcept;
   bool refiled_at_newest(TaskBase* t);
+  bool refiled_after_shutdown(TaskBase* t);
   bool retained_after_rearm(TaskBase* t) noexcept;
   TaskBase* settled_head();
   // A task's place in the queue's order: (deadline, seq), as TimerHeap::before compares them.
@@ -174,6 +204,7 @@ class Shard {
   }
   void unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave);
   static void bury(std::vector<TaskBase*>& grave) noexcept;
+  // (CN1) release: pairs with (CN2): a producer that sees this count sees the task gone.
   void add_out(std::int64_t d) noexcept { out_.fetch_add(d, std::memory_order_release); }
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu_ held: one writer
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -186,6 +217,7 @@ class Shard {
   Inbox inbox_;
   LeaderWait wait_;
   // -- written by cancellers and rejected producers --------------------------------------------
+  alignas(64) std::atomic<std::uint64_t> admitted_{0};  // Options::capacity: producers (try_admit)
   alignas(64) std::atomic<std::uint64_t> removes_requested_{0};  // cancels under remove-on-cancel
   std::atomic<std::uint64_t> rejected_{0};
   // -- guarded by mu_ (atomics where others read them without it) -----------------------------

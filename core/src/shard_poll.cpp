@@ -14,6 +14,7 @@
 // poll — or the engine's close() — retires it: the same settle a last worker thread does.
 // Nobody waits on the shard's LeaderWait: a producer's notify finds it unarmed and costs a load.
 #include <algorithm>
+#include <exception>
 #include <vector>
 
 #include "shard.hpp"
@@ -31,11 +32,28 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
   Lock lk(mu_);
   if (polling_ || threads_alive_ == 0) return 0;  // a poll in progress, or retired already
   polling_ = true;
+  // The loop is awake: no submission needs to wake it until its next next_deadline() arms.
+  wait_.disarm();
+  // Every submission made before this call is confirmed before anything is popped, however many
+  // there are: a burst larger than one drain's passes does not make this poll run nothing.
+  const std::uint64_t counted = inbox_.submitted(), seq_bound = inbox_.seqs_taken();
   std::vector<TaskBase*>& staged = staged_[0];
   Slot batch[kMaxBatch];
   std::size_t taken = 0, started = 0;
-  for (;;) {
-    drain();
+  // Nothing below throws on its own (the queue grows only where a refusal is survivable:
+  // Shard::accept_all; every throw point holds mu_); should anything still, the poller's role
+  // is given back (mu_ still held: this guard goes before `lk`), so the next poll runs this
+  // shard again.
+  struct GiveBackOnThrow {
+    bool& polling;
+    const int before = std::uncaught_exceptions();
+    ~GiveBackOnThrow() {
+      if (std::uncaught_exceptions() > before) polling = false;
+    }
+  } give_back{polling_};
+  for (bool first = true;; first = false) {
+    if (first) drain_through(counted, seq_bound);
+    else drain();
     if (must_exit()) {  // finished after a shutdown: the poller retires like a last thread
       --threads_alive_;
       settle_after_exit();
@@ -67,14 +85,51 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
   return started;
 }
 
+// next_deadline(): the loop's half of the wait protocol of leader_wait.hpp, with the loop in
+// the leader's place. (LW1) arms the wait at the deadline about to be reported (the W1 store);
+// the count read after it (pairs with I1) and drain_through take in every submission whose seq
+// was taken before, so a submission is either counted here or compares its deadline with the
+// armed one (N1) and wakes the loop if it is earlier. If the earliest deadline came out later
+// than the one armed (a head re-armed later, or cancelled), the arm goes up only by going round
+// again: raising it after the count read could miss a submission in between.
 std::int64_t Shard::earliest_deadline() {
   std::vector<TaskBase*> grave;  // empty unless the drain dropped something: no allocation then
   Lock lk(mu_);
-  if (threads_alive_ > 0) drain();
   std::int64_t d = kMaxNs;
-  if (!queue_.empty() && !queue_.top()->never_due()) d = queue_.top()->deadline;
+  if (threads_alive_ > 0) {  // retired: nothing is pending here any more
+    std::int64_t armed = effective_earliest();
+    for (;;) {
+      wait_.arm(armed);  // (LW1) the W1 of leader_wait.hpp
+      const std::uint64_t counted = inbox_.submitted(), seq_bound = inbox_.seqs_taken();  // count read
+      drain_through(counted, seq_bound);
+      d = effective_earliest();
+      if (d <= armed) break;
+      armed = d;
+    }
+    wait_.lower(d);
+  }
   unlock_and_bury(lk, grave);
   return d;
+}
+
+// The earliest deadline a pending task of this shard waits for (mu_ held): the queue's head at
+// its newest key (a head re-armed since it was filed goes back in line first), or a task still
+// waiting in a running poll's batch (a task of that poll asking). kMaxNs if none is ever due.
+std::int64_t Shard::effective_earliest() {
+  std::int64_t d = kMaxNs;
+  if (TaskBase* head = settled_head(); head != nullptr && !head->never_due()) d = head->deadline;
+  for (std::vector<TaskBase*>& staged : staged_)
+    for (TaskBase* t : staged) {
+      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;
+      std::optional<Key> k = newest_key(t);
+      if (k && !(k->seq & kNeverBit)) d = std::min(d, k->deadline);
+    }
+  return d;
+}
+
+void Shard::drain_through(std::uint64_t counted, std::uint64_t seq_bound) {
+  inbox_.drain_through(counted, seq_bound, [&](std::span<TaskBase* const> confirmed) { return accept_all(confirmed); },
+                       [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
 }
 
 }  // namespace kairos::detail

@@ -92,15 +92,20 @@ class SortedRun {
 
   // accepts(t) holds. Amortised O(1); allocates only when the ring grows.
   void append(TaskBase* t) {
-    refused_below_ = false;
+    if (!try_append(t)) throw std::bad_alloc();
+  }
+  // As append(), but false (t not taken, the run unchanged) when the ring cannot grow.
+  bool try_append(TaskBase* t) noexcept {
     if (live_ == 0) head_ = tail_ = 0;  // holes left behind go too
-    if (tail_ - head_ == ring_.size()) make_room();
+    if (tail_ - head_ == ring_.size() && !make_room()) return false;
+    refused_below_ = false;
     ring_[slot(tail_)] = t;
     t->heap_index = kTag | static_cast<std::uint32_t>(tail_ & kPositionMask);
     ++tail_;
     ++live_;
     back_deadline_ = t->deadline;
     back_seq_ = t->seq;
+    return true;
   }
 
   TaskBase* pop_front() noexcept {
@@ -209,7 +214,8 @@ class SortedRun {
   }
 
   // The ring is full: squeeze the holes out if they are at least half of it, else double it.
-  void make_room() {
+  // False (nothing changed) if it cannot grow.
+  bool make_room() noexcept {
     const std::size_t size = ring_.size();
     if (size != 0 && live_ <= size / 2) {
       std::uint64_t to = head_;
@@ -222,12 +228,14 @@ class SortedRun {
         ++to;
       }
       tail_ = to;
-      return;
+      return true;
     }
     // Doubled in place (page_array.hpp). A position's slot keeps its low bits and may gain the
     // old size's bit: the full ring's positions are `size` consecutive ones, so no two of them
     // share a slot modulo either size, and a move never lands on a slot still to be read.
-    ring_.resize_zeroed(size == 0 ? 1024 : size * 2);
+    const std::size_t grown = size == 0 ? 1024 : size * 2;
+    if (!ring_.try_reserve(grown)) return false;
+    ring_.resize_zeroed(grown);  // within the capacity: no throw
     for (std::uint64_t p = head_; p != tail_; ++p) {
       const std::size_t from = static_cast<std::size_t>(p) & (size - 1);
       const std::size_t to = slot(p);
@@ -235,6 +243,7 @@ class SortedRun {
       ring_[to] = ring_[from];
       ring_[from] = nullptr;
     }
+    return true;
   }
 
   PageArray<TaskBase*> ring_;  // size 0 or a power of two; nullptr: a hole or unused

@@ -57,6 +57,28 @@ class TimerHeap {
   }
 
   void reserve(std::size_t n) { v_.reserve(n); }
+  bool try_reserve(std::size_t n) noexcept { return v_.try_reserve(n); }
+  std::size_t capacity() const noexcept { return v_.capacity(); }
+
+  // Removes every task for which pred(t) holds and hands it to out(t), then restores heap
+  // order: O(n), in place (no allocation).
+  template <class Pred, class Out>
+  void remove_if(Pred&& pred, Out&& out) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < v_.size(); ++i) {
+      TaskBase* t = v_[i];
+      if (pred(t)) {
+        t->heap_index = kNotInHeap;
+        out(t);
+      } else {
+        v_[kept++] = t;
+      }
+    }
+    while (v_.size() > kept) v_.pop_back();
+    for (std::size_t i = 0; i < v_.size(); ++i) v_[i]->heap_index = static_cast<std::uint32_t>(i);
+    for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
+      if (i < v_.size()) sift_down(i);
+  }
 
   // Replaces the contents with `items` (any order) and restores heap order: O(n). No more items
   // than the heap held: no allocation.

@@ -46,13 +46,16 @@ class TimerQueue {
         if (later <= kMaxMoved)
           for (std::size_t i = 0; i < later; ++i) heap_.push(run_.pop_back());
       }
-      if (run_.accepts(t)) {
-        run_.append(t);
-        return top() == t;
-      }
-    }
+      if (run_.accepts(t) && run_.try_append(t)) return top() == t;  // (a ring that cannot grow:
+    }                                                                // the heap takes it)
     return heap_.push(t) && top() == t;
   }
+
+  // Growth happens here only. The shard keeps the heap's capacity at least the number of tasks
+  // it may hold (queued, out in a batch, and the ones it is about to accept: Shard::accept_all),
+  // so push() never grows the heap: every task may end in the heap, and the run falls back to
+  // it when its ring cannot grow. False (nothing changed) if the memory is not there.
+  [[nodiscard]] bool try_reserve(std::size_t n) noexcept { return heap_.try_reserve(n); }
 
   // True if t was here and is removed: O(log n) in the heap, O(1) in the run.
   bool erase(TaskBase* t) noexcept { return SortedRun::holds(t->heap_index) ? run_.erase(t) : heap_.erase(t); }
@@ -61,16 +64,11 @@ class TimerQueue {
   static bool in_run(const TaskBase* t) noexcept { return SortedRun::holds(t->heap_index); }
 
   // Cold paths (shutdown, policies): removes every task for which pred(t) holds, wherever it
-  // is, and hands it to out(t). O(n): the heap is rebuilt once, the run filtered in place.
+  // is, and hands it to out(t). O(n), no allocation: both parts are filtered in place and the
+  // heap is rebuilt once.
   template <class Pred, class Out>
   void remove_if(Pred&& pred, Out&& out) {
-    std::vector<TaskBase*> kept;
-    kept.reserve(heap_.size());
-    for (TaskBase* t : heap_.items()) {
-      if (pred(t)) out(t);
-      else kept.push_back(t);
-    }
-    heap_.assign(kept);
+    heap_.remove_if(pred, out);
     run_.remove_if(pred, out);
   }
 

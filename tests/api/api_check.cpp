@@ -88,7 +88,12 @@ inline void future_calls(kairos::ScheduledFuture<int> f, kairos::ScheduledFuture
   bool state = f.is_done() || f.is_cancelled() || f.is_periodic();
   kairos::Duration left = f.delay();
   bool rearmed = f.is_rearmable() && f.rearm(100ms) && v.rearm(std::chrono::duration<double>(0.1));
+  f.wait();
+  std::future_status until = f.wait_until(kairos::SteadyClock::now() + 1ms);
+  std::future_status until_system = v.wait_until(std::chrono::system_clock::now() + 1ms);
+  bool rearmed_at = f.rearm_at(kairos::SteadyClock::now() + 1ms) || v.rearm_at(kairos::ManualClock::time_point(1ms));
   (void)valid, (void)value, (void)st, (void)cancelled, (void)state, (void)left, (void)rearmed;
+  (void)until, (void)until_system, (void)rearmed_at;
 }
 
 // The scheduler's lifecycle, policies and introspection, on both clocks.
@@ -173,6 +178,12 @@ inline void latency_tools() {
   double rate = r.achieved_rate + t.achieved_rate;
   std::uint64_t calls = r.calls;
   (void)rate, (void)calls, (void)r.histogram.count(), (void)r.max_behind.count();
+  pacer.set_warmup(5);
+  pacer.set_concurrency(2);
+  pacer.set_intervals(1s, [](const kairos::PacerInterval& i) { (void)i.histogram.count(), (void)i.start; });
+  pacer.set_progress(1s, [](std::uint64_t done, std::uint64_t total) { (void)done, (void)total; });
+  std::string text = kairos::format_report(r);
+  (void)text, (void)r.behind_at_end, (void)r.warmup_calls, (void)r.concurrency, (void)r.start_lag, (void)r.service;
 }
 
 // Coroutines (kairos/coro.hpp): awaiters any coroutine type can co_await.

@@ -1,5 +1,6 @@
 // future_test.cpp: ScheduledFuture<T> of kairos: results, exceptions (same object), cancel,
-// wait_for, is_done/is_cancelled, delay(), copies, move-only results, life after the scheduler.
+// wait, wait_for, wait_until, is_done/is_cancelled, delay(), copies, move-only results, life
+// after the scheduler.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -139,6 +140,70 @@ TEST(Future, WaitForReturnsWhenTheTaskCompletes) {
   EXPECT_EQ(f.wait_for(std::chrono::hours(1)), std::future_status::ready);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, kPatience);
   opener.join();
+}
+
+// wait() blocks until the task is done, then get() does not block; a cancel releases it too.
+TEST(Future, WaitBlocksUntilDoneOnTheManualClock) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] { return 7; }, 10ms);
+  auto g = s.schedule([] { return 8; }, 1h);
+  std::atomic<bool> f_waited{false}, g_waited{false};
+  std::thread waiter_f([&] { f.wait(); f_waited.store(true); });
+  std::thread waiter_g([&] { g.wait(); g_waited.store(true); });
+  clock.advance(9ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_FALSE(f_waited.load()) << "wait() returned before the task ran";
+  clock.advance(1ms);
+  waiter_f.join();
+  EXPECT_TRUE(f_waited.load());
+  EXPECT_TRUE(f.is_done());
+  EXPECT_EQ(f.get(), 7);
+  EXPECT_FALSE(g_waited.load());
+  ASSERT_TRUE(g.cancel());
+  waiter_g.join();
+  EXPECT_TRUE(g.is_cancelled());
+  f.wait();  // done: returns at once, as often as asked
+  EXPECT_THROW(kairos::ScheduledFuture<int>{}.wait(), std::future_error);
+}
+
+// wait_until: never returns before its deadline unless the task is done; a steady_clock deadline
+// (SteadyClock's time point) and a system_clock one; a passed deadline does not wait.
+TEST(Future, WaitUntilTimesOutAtItsDeadlineThenBecomesReady) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] { return 5; }, 1h);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(f.wait_until(kairos::SteadyClock::now() + 20ms), std::future_status::timeout);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 20ms) << "wait_until(steady) returned early";
+  auto t1 = std::chrono::system_clock::now();
+  EXPECT_EQ(f.wait_until(t1 + 20ms), std::future_status::timeout);
+  EXPECT_GE(std::chrono::system_clock::now() - t1, 20ms) << "wait_until(system) returned early";
+  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() - 1s), std::future_status::timeout);
+  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::time_point::min()), std::future_status::timeout);
+  EXPECT_EQ(f.wait_until(std::chrono::system_clock::now() - 1s), std::future_status::timeout);
+  EXPECT_FALSE(f.is_done());
+  clock.advance(1h);
+  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() + kPatience), std::future_status::ready);
+  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() - 1s), std::future_status::ready);
+  EXPECT_EQ(f.wait_until(std::chrono::system_clock::now() - 1s), std::future_status::ready);
+  EXPECT_EQ(f.get(), 5);
+}
+
+// wait_until returns as soon as the task completes, long before a far deadline.
+TEST(Future, WaitUntilReturnsWhenTheTaskCompletes) {
+  ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  auto f = s.schedule([] { return 1; }, 5ms);
+  auto g = s.schedule([] { return 2; }, 5ms);
+  std::thread advancer([&] {
+    std::this_thread::sleep_for(5ms);
+    clock.advance(5ms);
+  });
+  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() + std::chrono::hours(1)), std::future_status::ready);
+  EXPECT_EQ(g.wait_until(std::chrono::system_clock::now() + std::chrono::hours(1)), std::future_status::ready);
+  advancer.join();
+  EXPECT_EQ(f.get() + g.get(), 3);
 }
 
 TEST(Future, DelayCountsDownOnTheManualClock) {

@@ -1,10 +1,14 @@
 // Re-arm (ScheduledFuture::rearm on a schedule_rearmable task): never early and never late for
 // the newest deadline, FIFO among equal deadlines by re-arm order, and a re-arm racing the run:
 // either the run happens for the old deadline (rearm() is false) or the task waits for the new
-// one (rearm() is true), never both, never neither.
+// one (rearm() is true), never both, never neither. rearm_at(time_point): the same to an
+// absolute deadline on the scheduler's clock.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -164,6 +168,69 @@ TEST(Rearm, RaceWithTheRunHasExactlyOneWinner) {
   std::vector<kairos::Task> rest = s.shutdown_now();
   EXPECT_EQ(rest.size(), static_cast<std::size_t>(won_by_rearm));
   std::printf("re-arm won %d of %d races\n", won_by_rearm, n);
+}
+
+// rearm_at: an absolute deadline on the scheduler's clock; later and earlier, never early nor
+// late, from a clock reading the caller already has.
+TEST(Rearm, RearmAtMovesToTheAbsoluteDeadline) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  std::atomic<int> runs{0};
+  auto f = s.schedule_rearmable([&] { runs.fetch_add(1); }, 10ms);
+  clock.advance(4ms);
+  auto now = clock.now();  // the loop's reading
+  clock.advance(1ms);      // time moves on before the loop re-arms: the deadline stays absolute
+  ASSERT_TRUE(f.rearm_at(now + 20ms));  // due at 24 ms, not 25 ms
+  EXPECT_EQ(f.delay(), 19ms);
+  clock.advance(5ms);  // the old deadline (10 ms): not run
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs.load(), 0);
+  clock.advance(13ms);  // 23 ms
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs.load(), 0) << "ran before its re-armed deadline";
+  ASSERT_TRUE(f.rearm_at(kairos::ManualClock::time_point(30ms)));  // later again
+  clock.advance(1ms);  // 24 ms: the previous deadline, not run
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(runs.load(), 0);
+  ASSERT_TRUE(f.rearm_at(kairos::ManualClock::time_point(26ms)));  // earlier
+  clock.advance(2ms);  // 26 ms
+  f.get();
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_FALSE(f.rearm_at(clock.now() + 1ms)) << "re-armed a task that already ran";
+}
+
+TEST(Rearm, RearmAtAPastDeadlineRunsAtOnceAndKeepsReArmOrder) {
+  kairos::ManualClock clock;
+  ManualScheduler s(single_thread(), clock);
+  Recorder order;
+  auto a = s.schedule_rearmable([&] { order.add(1); }, 1h);
+  auto b = s.schedule_rearmable([&] { order.add(2); }, 1h);
+  clock.advance(10ms);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  ASSERT_TRUE(b.rearm_at(kairos::ManualClock::time_point(3ms)));  // in the past: due now
+  ASSERT_TRUE(a.rearm_at(kairos::ManualClock::time_point(3ms)));  // equal: after b
+  a.get();
+  b.get();
+  EXPECT_EQ(order.ids(), (std::vector<int>{2, 1}));
+}
+
+TEST(Rearm, RearmAtChecksTheClockAndTheTask) {
+  kairos::ManualClock clock;
+  ManualScheduler manual(single_thread(), clock);
+  kairos_test::Scheduler steady(single_thread());
+  auto m = manual.schedule_rearmable([] {}, 1h);
+  auto r = steady.schedule_rearmable([] {}, 1h);
+  auto plain = steady.schedule([] {}, 1h);
+  EXPECT_THROW(m.rearm_at(kairos::SteadyClock::now() + 1ms), std::invalid_argument);
+  EXPECT_THROW(r.rearm_at(clock.now() + 1ms), std::invalid_argument);
+  EXPECT_FALSE(plain.rearm_at(kairos::SteadyClock::now() + 1ms)) << "not re-armable";
+  EXPECT_FALSE(kairos::ScheduledFuture<void>{}.rearm_at(kairos::SteadyClock::now()));
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(r.rearm_at(kairos::SteadyClock::now() + 2ms));  // the steady scheduler: real time
+  ASSERT_EQ(r.wait_for(kPatience), std::future_status::ready);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 2ms) << "ran before its re-armed deadline";
+  EXPECT_TRUE(m.cancel());
+  EXPECT_TRUE(plain.cancel());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // passes, remove requests at once, and the counts lifecycle calls rely on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -19,12 +21,16 @@ std::vector<std::unique_ptr<TaskBase>> nodes(std::size_t n) {
 }
 
 struct Sink {
+  std::size_t room = SIZE_MAX;
   std::vector<TaskBase*> accepted;
   std::vector<TaskBase*> removed;
   auto accept() {
     return [this](std::span<TaskBase* const> confirmed) {
       EXPECT_FALSE(confirmed.empty());
-      accepted.insert(accepted.end(), confirmed.begin(), confirmed.end());
+      std::size_t n = std::min(confirmed.size(), room);  // room: what the timer queue can take
+      accepted.insert(accepted.end(), confirmed.begin(), confirmed.begin() + static_cast<std::ptrdiff_t>(n));
+      room -= n;
+      return n;
     };
   }
   auto remove() {
@@ -93,6 +99,52 @@ TEST(Inbox, DrainAllReturnsOnceEverythingCountedHasArrived) {
   EXPECT_EQ(inbox.submitted(), 1000u);
   EXPECT_EQ(inbox.drained(), 1000u);
   EXPECT_FALSE(inbox.has_unconfirmed());
+}
+
+// More submissions than one drain takes in (kMaxPasses full passes): drain_through takes in and
+// confirms every one counted before it, where one drain() leaves them unconfirmed.
+TEST(Inbox, DrainThroughConfirmsABurstLargerThanOneDrain) {
+  Inbox inbox;
+  const std::size_t burst = Inbox::kChunk * Inbox::kMaxPasses * 3;
+  auto n = nodes(burst);
+  for (std::size_t i = 0; i < burst; ++i) {
+    n[i]->seq = inbox.take_seq();
+    ASSERT_TRUE(inbox.push(n[i].get()));
+  }
+  Sink one;
+  inbox.drain(one.accept(), one.remove());
+  EXPECT_LT(one.accepted.size(), burst) << "set-up: one drain should not take the whole burst";
+  Inbox again;
+  for (std::size_t i = 0; i < burst; ++i) {
+    n[i]->seq = again.take_seq();
+    ASSERT_TRUE(again.push(n[i].get()));
+  }
+  Sink all;
+  again.drain_through(again.submitted(), again.seqs_taken(), all.accept(), all.remove());
+  EXPECT_EQ(all.accepted.size(), burst);
+  for (std::size_t i = 0; i < burst; ++i) ASSERT_EQ(all.accepted[i], n[i].get()) << "FIFO at " << i;
+}
+
+// The timer queue takes only some (no memory for more): the rest stay confirmed, in order, and
+// come first at the next drain; drain_all() returns false instead of spinning.
+TEST(Inbox, ARefusedAcceptKeepsTheRestInOrderForTheNextDrain) {
+  Inbox inbox;
+  auto n = nodes(10);
+  for (auto& t : n) {
+    t->seq = inbox.take_seq();
+    ASSERT_TRUE(inbox.push(t.get()));
+  }
+  Sink sink;
+  sink.room = 4;
+  EXPECT_FALSE(inbox.drain_all(sink.accept(), sink.remove()));
+  EXPECT_TRUE(inbox.accept_refused());
+  ASSERT_EQ(sink.accepted.size(), 4u);
+  EXPECT_EQ(inbox.unconfirmed_count(), 6u);
+  sink.room = SIZE_MAX;
+  EXPECT_TRUE(inbox.drain_all(sink.accept(), sink.remove()));
+  ASSERT_EQ(sink.accepted.size(), 10u);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(sink.accepted[i], n[i].get());
+  EXPECT_FALSE(inbox.accept_refused());
 }
 
 TEST(Inbox, CapacityBoundedSeqsStopAtTheBound) {

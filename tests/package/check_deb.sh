@@ -1,28 +1,101 @@
 #!/usr/bin/env bash
-# check_deb.sh <build dir> <scratch dir> <version> <libdir> <source dir>: packages the build with
-# cpack -G DEB and checks what the .deb installs; then unpacks it into a scratch root and runs the
-# two tools from there (no file of the build machine is needed by them).
+# check_deb.sh <source dir> <scratch dir> <c++ compiler> <version> <soversion>: builds kairos the
+# way a Debian package is built (shared library, Release, prefix /usr so GNUInstallDirs picks the
+# multiarch lib/<triplet>; cmake/KairosPackage.cmake), packages it with cpack -G DEB and checks:
+#   - two packages, libkairos<soversion> (the shared library only) and libkairos-dev (headers, the
+#     .so link, CMake and pkg-config files, both tools, their man pages, the Java harness), each
+#     with /usr/share/doc/<package>/copyright (machine-readable) and changelog.Debian.gz;
+#   - Version <version>-<revision>, a Maintainer "Name <address>", libkairos-dev depending on
+#     the exact runtime package and on zlib (the tools link it), binaries stripped;
+#   - lintian: its whole output is printed; any E: line fails the test;
+#   - unpacked into a scratch root, the tools run from there, link the packaged libkairos and
+#     hold no path of the build machine.
 set -euo pipefail
-build=$1 scratch=$2 version=$3 libdir=$4 src=$5
+src=$1 scratch=$2 cxx=$3 version=$4 soversion=$5
+build=$scratch/build
 rm -rf "$scratch" && mkdir -p "$scratch"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr \
+      -DCMAKE_CXX_COMPILER="$cxx" -DKAIROS_BUILD_TESTS=OFF -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=ON \
+      > "$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
+cmake --build "$build" -j2 > "$scratch/build.log" 2>&1 || { tail -50 "$scratch/build.log"; exit 1; }
 (cd "$scratch" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$scratch/out" > cpack.log 2>&1) ||
   { cat "$scratch/cpack.log"; exit 1; }
-deb=$(ls "$scratch"/out/kairos_"$version"_*.deb)
-echo "package: $(basename "$deb")"
-dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|' > "$scratch/files"
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2> /dev/null || "$cxx" -print-multiarch)
 fail=0
-for f in /usr/$libdir/libkairos.a /usr/include/kairos/kairos.hpp /usr/include/kairos/version.hpp \
-         /usr/include/kairos/scheduler.hpp /usr/include/kairos/wait.hpp \
+[ "$libdir" = "lib/$multiarch" ] || { echo "libdir is '$libdir', not the multiarch lib/$multiarch"; fail=1; }
+
+runtime_pkg=libkairos$soversion
+ls "$scratch"/out/*.deb
+runtime=$(ls "$scratch"/out/"${runtime_pkg}"_"$version"-*.deb)
+dev=$(ls "$scratch"/out/libkairos-dev_"$version"-*.deb)
+[ "$(ls "$scratch"/out/*.deb | wc -l)" = 2 ] || { echo "expected exactly two packages"; fail=1; }
+deb_version=$(dpkg-deb -f "$dev" Version)
+for deb in "$runtime" "$dev"; do
+  pkg=$(dpkg-deb -f "$deb" Package)
+  echo "==== $(basename "$deb")"
+  dpkg-deb -f "$deb" Package Version Architecture Section Maintainer Depends
+  dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' > "$scratch/$pkg.files"
+  [ "$(dpkg-deb -f "$deb" Version)" = "$deb_version" ] || { echo "$pkg: versions of the two packages differ"; fail=1; }
+  case $deb_version in "$version"-[0-9]*) ;; *) echo "$pkg: version $deb_version is not $version-<revision>"; fail=1;; esac
+  dpkg-deb -f "$deb" Maintainer | grep -E '^[^<>]+ <[^<>@ ]+@[^<>@ ]+\.[a-z]+>$' > /dev/null ||
+    { echo "$pkg: Maintainer is not 'Name <address>'"; fail=1; }
+  for f in copyright changelog.Debian.gz; do
+    grep -qx -- "/usr/share/doc/$pkg/$f" "$scratch/$pkg.files" || { echo "$pkg: no /usr/share/doc/$pkg/$f"; fail=1; }
+  done
+  if grep -n -e '/build' -e "$src" "$scratch/$pkg.files"; then echo "$pkg holds build paths"; fail=1; fi
+  dpkg-deb -x "$deb" "$scratch/root"
+done
+# The runtime package is the library and its documentation, nothing else.
+if grep -v -x -e "/usr/$libdir/libkairos.so.$version" -e "/usr/$libdir/libkairos.so.$soversion" \
+        -e "/usr/share/doc/$runtime_pkg/copyright" -e "/usr/share/doc/$runtime_pkg/changelog.Debian.gz" \
+        "$scratch/$runtime_pkg.files"; then
+  echo "$runtime_pkg holds more than the shared library (above)"; fail=1
+fi
+for f in "/usr/$libdir/libkairos.so.$version" "/usr/$libdir/libkairos.so.$soversion"; do
+  grep -qx -- "$f" "$scratch/$runtime_pkg.files" || { echo "missing from $runtime_pkg: $f"; fail=1; }
+done
+for f in /usr/$libdir/libkairos.so /usr/include/kairos/kairos.hpp /usr/include/kairos/version.hpp \
+         /usr/include/kairos/scheduler.hpp /usr/include/kairos/wait.hpp /usr/include/kairos/hdr_codec.hpp \
          /usr/$libdir/cmake/kairos/kairosConfig.cmake /usr/$libdir/cmake/kairos/kairosConfigVersion.cmake \
          /usr/$libdir/cmake/kairos/kairosTargets.cmake /usr/$libdir/pkgconfig/kairos.pc \
-         /usr/bin/kairos-lat /usr/bin/kairos-gate /usr/share/doc/kairos/LICENSE \
-         /usr/share/kairos/java/LatHarness.java; do
-  grep -qx -- "$f" "$scratch/files" || { echo "missing from the .deb: $f"; fail=1; }
+         /usr/bin/kairos-lat /usr/bin/kairos-gate /usr/share/man/man1/kairos-lat.1.gz \
+         /usr/share/man/man1/kairos-gate.1.gz /usr/share/kairos/java/LatHarness.java; do
+  grep -qx -- "$f" "$scratch/libkairos-dev.files" || { echo "missing from libkairos-dev: $f"; fail=1; }
 done
-if grep -n -e '/build' -e "$src" "$scratch/files"; then echo "the .deb holds build paths"; fail=1; fi
-dpkg-deb -f "$deb" Package Version License 2>/dev/null || dpkg-deb -f "$deb" Package Version
-[ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || { echo "package version is not $version"; fail=1; }
-dpkg-deb -x "$deb" "$scratch/root"
+depends=$(dpkg-deb -f "$dev" Depends)
+for d in "$runtime_pkg (= $deb_version)" "zlib1g " "zlib1g-dev"; do
+  case "$depends, " in *"$d"*) ;; *) echo "libkairos-dev does not depend on '$d'"; fail=1;; esac
+done
+head -1 "$scratch/root/usr/share/doc/libkairos-dev/copyright" |
+  grep -x 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' > /dev/null ||
+  { echo "copyright is not in the machine-readable format"; fail=1; }
+zcat "$scratch/root/usr/share/doc/$runtime_pkg/changelog.Debian.gz" > "$scratch/changelog"
+head -1 "$scratch/changelog" | grep -F "($deb_version)" > /dev/null ||
+  { echo "changelog.Debian.gz does not open with version $deb_version"; fail=1; }
+for f in "usr/$libdir/libkairos.so.$version" usr/bin/kairos-lat usr/bin/kairos-gate; do
+  if readelf -S "$scratch/root/$f" | grep -F -e '.symtab' -e '.debug_info' > /dev/null; then
+    echo "$f is not stripped"; fail=1
+  fi
+done
+for tool in kairos-lat kairos-gate; do
+  zcat "$scratch/root/usr/share/man/man1/$tool.1.gz" > "$scratch/$tool.1"
+  grep -F -e '\-\-help' "$scratch/$tool.1" > /dev/null || { echo "$tool.1 does not show the --help text"; fail=1; }
+done
+
+echo "==== lintian"
+command -v lintian > /dev/null || { echo "lintian is not installed (tools/install-deps.sh installs it)"; exit 1; }
+rc=0
+lintian --tag-display-limit 0 --info --fail-on error "$runtime" "$dev" > "$scratch/lintian.log" 2>&1 || rc=$?
+cat "$scratch/lintian.log"
+[ $rc = 0 ] || [ $rc = 2 ] || { echo "lintian did not run (exit $rc, above)"; fail=1; }
+if [ $rc = 2 ] || grep -E '^E: ' "$scratch/lintian.log" > /dev/null; then echo "lintian reports errors (E: above)"; fail=1; fi
+
+# From the unpacked root: the tools run and link the packaged libkairos.
+export LD_LIBRARY_PATH=$scratch/root/usr/$libdir
+ldd "$scratch/root/usr/bin/kairos-lat" > "$scratch/ldd.txt"
+grep -F "$scratch/root/usr/$libdir/libkairos.so.$soversion" "$scratch/ldd.txt" > /dev/null ||
+  { cat "$scratch/ldd.txt"; echo "kairos-lat does not load the packaged libkairos"; fail=1; }
 "$scratch/root/usr/bin/kairos-lat" --version | grep "$version" > /dev/null || { echo "kairos-lat --version"; fail=1; }
 "$scratch/root/usr/bin/kairos-gate" --help > /dev/null || { echo "kairos-gate --help failed"; fail=1; }
 # The packaged kairos-lat finds the Java harness beside itself (share/kairos/java of wherever it

@@ -31,6 +31,7 @@
 #include <kairos/kairos.hpp>
 
 #include "ledger.hpp"
+#include "page_array.hpp"
 #include "stress_support.hpp"
 
 namespace kairos_test {
@@ -105,6 +106,7 @@ const char* lifecycle_name(Lifecycle l) {
 struct StormOptions {
   unsigned producers = 16;
   bool refuse_slabs = false;   // the task pool refuses half its growths during the storm
+  bool refuse_queue_growth = false;  // the timer queue's arrays refuse to grow every other ms
   bool reenter_from_on_uncaught = false;
 };
 
@@ -130,6 +132,7 @@ std::vector<std::string> run_storm(std::uint64_t seed, std::chrono::nanoseconds 
            rej[static_cast<int>(o.rejection)] + ", remove_on_cancel " + std::to_string(o.remove_on_cancel) +
            ", continue_periodic " + std::to_string(o.continue_existing_periodic_tasks_after_shutdown) + ", " +
            lifecycle_name(ending) + (so.refuse_slabs ? ", pool refusing" : "") +
+           (so.refuse_queue_growth ? ", queue refusing to grow" : "") +
            (so.reenter_from_on_uncaught ? ", on_uncaught re-enters" : "");
 
   const std::size_t kEntries = 6000 + 250 * so.producers;
@@ -161,6 +164,15 @@ std::vector<std::string> run_storm(std::uint64_t seed, std::chrono::nanoseconds 
       g_refuse_slabs.store(true);
     }
     std::atomic<bool> stop{false};
+    std::thread toggler;  // memory short for the timer queue one millisecond in two
+    if (so.refuse_queue_growth)
+      toggler = std::thread([&] {
+        for (bool on = true; !stop.load(); on = !on) {
+          kairos::detail::g_refuse_growth_for_testing.store(on);
+          std::this_thread::sleep_for(1ms);
+        }
+        kairos::detail::g_refuse_growth_for_testing.store(false);
+      });
     auto producer = [&](unsigned index) {
       OutsideScheduler outside;
       Rng pr(seed ^ (0x1000 + index) * 0x9E3779B97F4A7C15ull);
@@ -254,6 +266,7 @@ std::vector<std::string> run_storm(std::uint64_t seed, std::chrono::nanoseconds 
     std::this_thread::sleep_for(length / 4);  // producers go on, now rejected
     stop.store(true);
     for (auto& t : threads) t.join();
+    if (toggler.joinable()) toggler.join();
     g_refuse_slabs.store(false);
     // Whatever is still pending comes back now (periodic tasks under the continue policy too).
     std::vector<kairos::Task> rest = s.shutdown_now();
@@ -375,6 +388,14 @@ TEST(Storm, TaskPoolRefusingToGrowDuringAStormLosesNothing) {
   StormOptions so;
   so.refuse_slabs = true;
   storms("task pool refusing growth", so, {16, 32});
+}
+
+// The timer queue cannot grow one millisecond in two (tasks wait in the inbox, retried): every
+// accepted task still runs once, is cancelled, or is returned; nothing throws on the runner.
+TEST(Storm, TimerQueueRefusingToGrowDuringAStormLosesNothing) {
+  StormOptions so;
+  so.refuse_queue_growth = true;
+  storms("timer queue refusing growth", so, {16});
 }
 
 }  // namespace

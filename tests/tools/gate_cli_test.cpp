@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,38 @@ TEST(GateCli, GoogleBenchmarkBaselineForAUserWorkload) {
   const Result r = gate("-b " + base + " -c " + slow + " -t real_time=10% --markdown " + write("md", ""));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("BM_order_send"), std::string::npos) << r.out;
+}
+
+TEST(GateCli, VersionPrintsTheKairosVersion) {
+  const Result r = gate("--version");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, std::string("kairos-gate ") + KAIROS_GATE_VERSION + "\n");
+}
+
+// The table of a baseline comparison of Google Benchmark runs (a long benchmark name, no system):
+// every line within 100 columns (they were 190+), no group labelled "current", and a regression
+// says what decided it (the U test) and that the interval only shows the size.
+TEST(GateCli, TableIsNarrowNamesGroupsByWorkloadAndSaysWhatDecided) {
+  auto bench = [](double scale, double outlier) {
+    std::string s = R"({"context":{"host_name":"h","num_cpus":2},"benchmarks":[)";
+    for (int i = 0; i < 8; ++i)
+      s += std::string(i ? "," : "") +
+           R"({"name":"BM_order_send_with_a_long_descriptive_name/1024/real_time","run_type":"iteration",)"
+           R"("repetition_index":)" + std::to_string(i) + R"(,"real_time":)" +
+           std::to_string(i == 7 ? outlier : scale * (100 + i)) + R"(,"cpu_time":1,"time_unit":"us"})";
+    return s + "]}";
+  };
+  // Slower in every repetition but one, whose baseline was far slower still: the U test is
+  // significant while the medians' ratio interval reaches below 0.
+  const std::string base = write("wide-base.json", bench(1.0, 400)), slow = write("wide-slow.json", bench(1.2, 90));
+  const Result r = gate("-b " + base + " -c " + slow + " -t real_time=10%");
+  EXPECT_EQ(r.code, 1) << r.out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_EQ(r.out.find("current\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("real_time current"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decided by the U test: p = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not decide"), std::string::npos) << r.out;
 }
 
 // A command for A/B mode: appends "<side><round>" to `log`, then prints one W3 run whose p50 is

@@ -65,7 +65,7 @@ TEST(GateInput, HistogramJsonLines) {
   const auto runs = gate::parse_runs(line, "dir/h.jsonl");
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].workload, "order-send");
-  EXPECT_EQ(runs[0].system, "current");
+  EXPECT_EQ(runs[0].system, "");  // none given: the group is named by its workload alone
   EXPECT_DOUBLE_EQ(runs[0].figures.at("p50"), static_cast<double>(h.value_at_percentile(50)));
   EXPECT_DOUBLE_EQ(runs[0].figures.at("early_fires"), 1);
   EXPECT_DOUBLE_EQ(runs[0].figures.at("stddev"), h.stddev());
@@ -248,8 +248,29 @@ TEST(GateBaseline, MachineMismatchIsAnErrorUnlessAllowed) {
   EXPECT_THROW(gate::compare_to_baseline(base, bench_runs(1000, 0.05, 2, "ci"), o), gate::BadInput);
   o.allow_machine_mismatch = true;
   const auto c = gate::compare_to_baseline(base, bench_runs(1000, 0.05, 2, "ci"), o);
-  ASSERT_EQ(c.notes.size(), 1u);
+  ASSERT_EQ(c.notes.size(), 2u);  // the mismatch, then the rule of the verdict
   EXPECT_NE(c.notes[0].find("laptop"), std::string::npos);
+}
+
+// Two clusters of run times: the U test (ranks) finds current worse while the bootstrap interval
+// of the medians' ratio spans 0 (a resampled median may fall in either cluster). The verdict is
+// the U test's, and the row says so beside the interval (it printed "+34% [-50% .. +100%]"
+// beside REGRESSION with no word on what decided).
+TEST(GateBaseline, RegressionSaysTheUTestDecidedWhenTheIntervalSpansZero) {
+  gate::GateOptions o;
+  o.tolerances["real_time"] = gate::parse_limit("10%");
+  const std::vector<double> base = {100, 100, 100, 100, 100, 200, 200, 200, 200, 200};
+  const std::vector<double> cur = {101, 101, 101, 201, 201, 201, 201, 201, 201, 201};
+  const auto c = gate::compare_to_baseline(gate::parse_runs(benchmark_json(base, "ns", "ci"), "b.json"),
+                                           gate::parse_runs(benchmark_json(cur, "ns", "ci"), "c.json"), o);
+  ASSERT_EQ(c.rows.size(), 1u);
+  const gate::Row& row = c.rows[0];
+  EXPECT_EQ(row.verdict, Verdict::regression) << row.p_value;
+  EXPECT_LE(row.ci_low, 0);
+  EXPECT_NE(row.note.find("decided by the U test: p = "), std::string::npos) << row.note;
+  EXPECT_NE(row.note.find("the interval spans 0"), std::string::npos) << row.note;
+  ASSERT_FALSE(c.notes.empty());
+  EXPECT_NE(c.notes.back().find("does not decide"), std::string::npos) << c.notes.back();
 }
 
 TEST(GateVerdicts, EarlyFiresAreARegressionUnlessAllowed) {
@@ -504,3 +525,50 @@ TEST(GateAb, WhatCannotBeJudgedIsBadInput) {
 }
 
 }  // namespace
+
+// ---- hostile input: every failure is BadInput (exit 2), never a crash or another exception ----
+
+// One value nested `levels` deep: [[[...]]].
+std::string nested(std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+TEST(GateHostileInput, DeeplyNestedJsonIsRefusedBeforeParsing) {
+  // 200,000 levels overflowed the stack of whatever copied, dumped or destroyed the parsed value.
+  const std::string deep_record = R"({"workload":"w","system":"a","p50_ns":1,"config":)" + nested(200'000) + "}\n";
+  try {
+    gate::parse_runs(deep_record, "deep.jsonl");
+    ADD_FAILURE() << "a record nested 200,000 levels deep was accepted";
+  } catch (const gate::BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("deep.jsonl:1"), std::string::npos) << e.what();
+  }
+  const std::string deep_benchmark = R"({"benchmarks":[{"name":"b","real_time":1,"x":)" + nested(200'000) + "}]}";
+  EXPECT_THROW(gate::parse_runs(deep_benchmark, "bench.json"), gate::BadInput);
+  const std::string deep_histogram = R"({"kind":"kairos.latency_histogram","version":1,"buckets":)" +
+                                     nested(200'000) + "}\n";
+  EXPECT_THROW(gate::parse_runs(deep_histogram, "h.jsonl"), gate::BadInput);
+  // What kairos's own inputs nest (4 levels) stays readable.
+  EXPECT_NO_THROW(gate::parse_runs(R"({"workload":"w","system":"a","p50_ns":1,"config":{"a":[[1]]}})", "ok"));
+}
+
+TEST(GateHostileInput, MistypedFieldsAreBadInputNotJsonExceptions) {
+  const std::vector<std::string> mistyped = {
+      // Google Benchmark JSON: strings read with a default
+      R"({"benchmarks":[{"name":"b","real_time":1,"run_type":5}]})",
+      R"({"benchmarks":[{"name":"b","real_time":1,"time_unit":[]}]})",
+      R"({"benchmarks":[{"name":"b","real_time":1,"error_occurred":true,"error_message":{}}]})",
+      R"({"context":{"host_name":7},"benchmarks":[{"name":"b","real_time":1}]})",
+      // kairos-lat records: the machine, config and parameters objects
+      R"({"workload":"w","system":"a","p50_ns":1,"machine":{"cpu":1}})",
+      R"({"workload":"w","system":"a","p50_ns":1,"config":5})",
+      R"({"workload":"w","system":"a","p50_ns":1,"parameters":"x"})",
+  };
+  for (const std::string& text : mistyped) {
+    try {
+      gate::parse_runs(text, "t");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const gate::BadInput&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not BadInput (" << e.what() << "): " << text;
+    }
+  }
+}

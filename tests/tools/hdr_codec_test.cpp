@@ -1,17 +1,22 @@
 // hdr_codec_test.cpp: kairos/hdr_codec.hpp: the V2 encoding against vectors written by
 // HdrHistogram Java 2.1.11, round trips in-process (plain, compressed, base64, .hlog), .hgrm
 // text, histograms from stats(), bad input, and a cross-check with HdrHistogram Java at test time
-// (HdrCrossCheck.java; skipped when no JDK or no hdrhistogram.jar is installed).
+// (HdrCrossCheck.java; skipped when no JDK or no hdrhistogram.jar is installed); hostile input to
+// the decoder, the .hlog reader and the histogram JSON reader (tools/hdr/json_input.hpp's bounds).
 #include <kairos/hdr_codec.hpp>
 #include <kairos/kairos.hpp>
 
 #include <gtest/gtest.h>
+
+#include <histogram_json.hpp>
+#include <json_input.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -307,3 +312,139 @@ TEST(HdrCodecJava, JavaReadsKairosEncodingAndLogAndKairosReadsJava) {
 }
 
 }  // namespace
+
+// ---- hostile input: refused with a reason, no undefined behaviour, bounded memory -----------
+
+namespace hostile {
+
+std::vector<std::uint8_t> v2_header(std::uint32_t payload, std::uint32_t digits) {
+  std::vector<std::uint8_t> b;
+  for (std::uint32_t w : {hdr::kV2Cookie, payload, 0u, digits}) hdr::detail::put32(b, w);
+  hdr::detail::put64(b, 1);                      // lowest
+  hdr::detail::put64(b, 0x7fffffffffffffffULL);  // highest
+  hdr::detail::put64(b, 0x3ff0000000000000ULL);  // ratio 1.0
+  return b;
+}
+
+std::vector<std::uint8_t> compressed(const std::vector<std::uint8_t>& plain) {
+  uLongf size = compressBound(static_cast<uLong>(plain.size()));
+  std::vector<std::uint8_t> out(8 + size);
+  EXPECT_EQ(compress2(out.data() + 8, &size, plain.data(), static_cast<uLong>(plain.size()), 9), Z_OK);
+  out.resize(8 + size);
+  hdr::detail::set32(out.data(), hdr::kV2CompressedCookie);
+  hdr::detail::set32(out.data() + 4, static_cast<std::uint32_t>(size));
+  return out;
+}
+
+std::string error_of(std::span<const std::uint8_t> bytes) {
+  try {
+    hdr::decode(bytes);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace hostile
+
+// A run of -INT64_MIN empty buckets: negating the word, and then the bucket number of an index
+// past 2^63 (INT64_MIN - 1 with 0 significant digits), were undefined behaviour.
+TEST(HdrCodecHostile, RunOfEmptyBucketsPastTheRangeIsRefusedWithoutOverflow) {
+  for (std::uint32_t digits : {0u, 2u}) {
+    std::vector<std::uint8_t> counts;
+    hdr::detail::put_zigzag(counts, INT64_MIN);  // a run of 2^63 empty buckets
+    hdr::detail::put_zigzag(counts, 1);          // then one count
+    std::vector<std::uint8_t> bytes = hostile::v2_header(static_cast<std::uint32_t>(counts.size()), digits);
+    bytes.insert(bytes.end(), counts.begin(), counts.end());
+    EXPECT_NE(hostile::error_of(bytes).find("run of empty buckets past the end"), std::string::npos)
+        << digits << ": " << hostile::error_of(bytes);
+  }
+}
+
+// A zlib bomb: 8 MiB of zeros behind a header that announces 2 bytes of counts was inflated
+// whole (up to 512 MiB) and then accepted or refused as "corrupt or truncated".
+TEST(HdrCodecHostile, ZlibBombIsRefusedAtTheAnnouncedLengthWithTheReason) {
+  std::vector<std::uint8_t> plain = hostile::v2_header(2, 2);
+  plain.resize(plain.size() + (8u << 20), 0);
+  plain[hdr::kV2HeaderBytes] = 2;  // one count of 1 at index 0, then zeros
+  EXPECT_NE(hostile::error_of(hostile::compressed(plain)).find("inflates past the 42 bytes its header announces"),
+            std::string::npos)
+      << hostile::error_of(hostile::compressed(plain));
+  // A header that announces more than any histogram of its layout can hold is refused before
+  // anything else is inflated.
+  std::vector<std::uint8_t> huge = hostile::v2_header(0xffffffffu, 2);
+  huge.resize(huge.size() + 1024, 0);
+  EXPECT_NE(hostile::error_of(hostile::compressed(huge)).find("more than the 65664 the largest histogram"),
+            std::string::npos)
+      << hostile::error_of(hostile::compressed(huge));
+  // What kairos writes still decodes: its payload is exactly as long as announced.
+  LatencyHistogram h;
+  for (std::int64_t v = 1; v < (std::int64_t{1} << 62); v = v * 3 + 1) h.record(v);
+  EXPECT_TRUE(same_buckets(hdr::decode(hdr::encode_v2_compressed(h)), h));
+}
+
+TEST(HdrCodecHostile, HlogNegativeIntervalLengthAndUnparsableStartTimeAreRefused) {
+  for (const char* bad : {"#[StartTime: soon (seconds since epoch)]\n", "#[StartTime: ]\n",
+                          "#[BaseTime: 12abc (seconds since epoch)]\n", "#[StartTime: nan (seconds since epoch)]\n",
+                          "0.000,-1.000,0.001,HISTFAAAACR4nJNpmSzMwMDAwQABTFCasf4/BNh/gMksZ2HZKc4EAOzjC3w=\n"}) {
+    std::istringstream in(bad);
+    EXPECT_THROW(hdr::read_hlog(in), std::invalid_argument) << bad;
+  }
+  std::istringstream good("#[StartTime: 1700000000.123 (seconds since epoch), Tue Nov 14 22:13:20 UTC 2023]\n"
+                          "#[BaseTime: 0.000 (seconds since epoch)]\n"
+                          "0.000,1.000,0.001,HISTFAAAACR4nJNpmSzMwMDAwQABTFCasf4/BNh/gMksZ2HZKc4EAOzjC3w=\n");
+  const hdr::Hlog log = hdr::read_hlog(good);
+  EXPECT_DOUBLE_EQ(log.start_time_s, 1700000000.123);
+  EXPECT_EQ(log.intervals.size(), 1u);
+}
+
+// One histogram JSON value nested 200,000 levels deep overflowed the stack; now the depth is
+// checked before nlohmann parses (or copies, dumps or destroys) anything.
+TEST(HdrJsonInput, DeeplyNestedHistogramJsonIsRefusedBeforeParsing) {
+  const std::string deep = R"({"kind":"kairos.latency_histogram","version":1,"buckets":)" +
+                           std::string(200'000, '[') + std::string(200'000, ']') + "}";
+  try {
+    kairos::tools::histogram_from_json_text(deep);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+  }
+  // Brackets inside strings do not count; 64 levels are read.
+  EXPECT_NO_THROW(kairos::tools::check_json_bounds(R"({"a":"[[[[\"[[[[["})", 1));
+  EXPECT_NO_THROW(kairos::tools::check_json_bounds(std::string(64, '[') + std::string(64, ']')));
+  EXPECT_THROW(kairos::tools::check_json_bounds(std::string(65, '[') + std::string(65, ']')), std::invalid_argument);
+  EXPECT_THROW(kairos::tools::check_json_bounds("[1]", 64, 2), std::invalid_argument);
+  std::istringstream endless(std::string(3000, 'x'));
+  EXPECT_THROW(kairos::tools::read_bounded(endless, 2048), std::invalid_argument);
+}
+
+// HdrHistogram Java's HistogramLogProcessor reads only untagged lines unless given -tag: on the
+// tagged .hlog kairos writes (Pacer::hlog_intervals(log, "tag")) it reads nothing without it
+// (its .hgrm holds no distribution and it dies with a NullPointerException, exit 0), and every
+// interval with it. docs/latency-tools.md says so; this pins both halves.
+TEST(HdrCodecJava, HistogramLogProcessorNeedsTagForATaggedKairosLog) {
+  if (!java().why_not.empty()) GTEST_SKIP() << "HistogramLogProcessor check skipped: " << java().why_not;
+  const std::filesystem::path dir = java().dir;
+  const std::string log_path = (dir / "tagged.hlog").string();
+  {
+    std::ofstream file(log_path);
+    hdr::HlogWriter log(file, 1'700'000'000.0);
+    for (int k = 0; k < 3; ++k) {
+      LatencyHistogram h;
+      for (int i = 1; i <= 1000; ++i) h.record(1000 * i);
+      log.write(h, k * 1.0, 1.0, "paced");
+    }
+  }
+  const std::string jar = java().classpath.substr(0, java().classpath.find(':'));
+  auto process = [&](const std::string& extra, const std::string& out) {
+    const std::string cmd = "java -cp " + jar + " org.HdrHistogram.HistogramLogProcessor -i " + log_path + " -o " +
+                            (dir / out).string() + " " + extra + " > " + (dir / (out + ".log")).string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(dir / (out + ".hgrm"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string with_tag = process("-tag paced", "with-tag");
+  EXPECT_NE(with_tag.find("Total count    =         3000]"), std::string::npos) << with_tag;
+  const std::string without = process("", "without-tag");
+  EXPECT_EQ(without.find("Total count"), std::string::npos) << without;
+}

@@ -47,9 +47,9 @@ TEST(PacerReport, ServiceTimeBesideResponseTimeAndIntendedStartGiven) {
   EXPECT_GE(r.start_lag.max(), 1'000'000);
   EXPECT_EQ(r.max_behind.count(), r.start_lag.max());
   const std::string text = kairos::format_report(r);
-  for (const char* s : {"40 calls (+0 warm-up)", "response (corrected)", "service (uncorrected)", "start lag",
-                        "response time spectrum (us)", "1/(1-Percentile)"})
-    EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+  for (const char* line : {"40 calls (+0 warm-up)", "response (corrected)", "service (uncorrected)", "start lag",
+                           "response time spectrum (us)", "1/(1-Percentile)"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
 TEST(PacerReport, WarmupCallsAreMadeButNotReported) {

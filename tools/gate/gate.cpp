@@ -5,11 +5,13 @@
 #include <kairos/latency_histogram.hpp>
 
 #include <histogram_json.hpp>
+#include <json_input.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -63,22 +65,25 @@ std::string string_field(const json& j, const char* key, const std::string& wher
   return j[key].get<std::string>();
 }
 
-std::string machine_of(const json& m) {
+std::string machine_of(const json& m, const std::string& where) {
   if (m.is_string()) return m.get<std::string>();
   if (!m.is_object()) return {};
-  std::string s = m.value("cpu", std::string("unknown cpu"));
+  std::string s = string_field(m, "cpu", where + ": machine", "unknown cpu");
   if (m.contains("nproc") && m["nproc"].is_number()) s += ", " + m["nproc"].dump() + " CPUs";
   return s;
 }
 
 void read_common(Run& r, const json& j) {
+  for (const char* key : {"config", "parameters"})
+    if (j.contains(key) && !j[key].is_object())
+      throw BadInput(r.where + ": \"" + key + "\" must be an object, got " + describe(j[key]));
   if (j.contains("config")) r.config = j["config"];
   if (j.contains("parameters")) r.parameters = j["parameters"];
   if (j.contains("repeat")) {
     if (!j["repeat"].is_number_integer()) throw BadInput(r.where + ": \"repeat\" must be an integer");
     r.repeat = j["repeat"].get<std::int64_t>();
   }
-  if (j.contains("machine")) r.machine = machine_of(j["machine"]);
+  if (j.contains("machine")) r.machine = machine_of(j["machine"], r.where);
 }
 
 Run run_from_histogram(const json& j, const std::string& where, const ParseOptions& o, const std::string& stem) {
@@ -91,7 +96,7 @@ Run run_from_histogram(const json& j, const std::string& where, const ParseOptio
   Run r;
   r.where = where;
   r.workload = string_field(j, "workload", where, o.workload.empty() ? stem : o.workload);
-  r.system = string_field(j, "system", where, o.system.empty() ? "current" : o.system);
+  r.system = string_field(j, "system", where, o.system);
   read_common(r, j);
   add_histogram_figures(r, *h);
   return r;
@@ -134,9 +139,9 @@ std::vector<Run> parse_json_lines(std::string_view text, const std::string& sour
     const std::string where = source + ":" + std::to_string(line_no);
     json j;
     try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      throw BadInput(where + ": malformed JSON (" + e.what() + ")");
+      j = tools::parse_json_bounded(line);
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(where + ": " + e.what());
     }
     if (!j.is_object()) throw BadInput(where + ": expected a JSON object");
     if (j.contains("kind")) {
@@ -165,7 +170,7 @@ std::vector<Run> parse_benchmark_json(const json& doc, const std::string& source
   std::string machine;
   if (doc.contains("context") && doc["context"].is_object()) {
     const json& c = doc["context"];
-    machine = c.value("host_name", std::string("unknown host"));
+    machine = string_field(c, "host_name", source + ": context", "unknown host");
     if (c.contains("num_cpus")) machine += ", " + c["num_cpus"].dump() + " CPUs";
   }
   static const std::set<std::string> kSkip = {"family_index", "per_family_instance_index", "repetitions",
@@ -176,19 +181,19 @@ std::vector<Run> parse_benchmark_json(const json& doc, const std::string& source
     const json& b = list[k];
     const std::string where = source + ": benchmarks[" + std::to_string(k) + "]";
     if (!b.is_object()) throw BadInput(where + ": expected an object");
-    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
+    if (string_field(b, "run_type", where, "iteration") == "aggregate") continue;
     if (b.contains("error_occurred") && b["error_occurred"].is_boolean() && b["error_occurred"].get<bool>())
-      throw BadInput(where + ": the benchmark reported an error: " + b.value("error_message", std::string("?")));
+      throw BadInput(where + ": the benchmark reported an error: " + string_field(b, "error_message", where, "?"));
     Run r;
     r.where = where;
     r.workload = string_field(b, "run_name", where, string_field(b, "name", where, ""));
     if (r.workload.empty()) throw BadInput(where + ": no \"name\"");
-    r.system = o.system.empty() ? "current" : o.system;
+    r.system = o.system;
     r.machine = machine;
     r.repeat = b.contains("repetition_index") && b["repetition_index"].is_number_integer()
                    ? b["repetition_index"].get<std::int64_t>()
                    : seen[r.workload]++;
-    const double scale = time_unit_ns(b.value("time_unit", std::string("ns")), where);
+    const double scale = time_unit_ns(string_field(b, "time_unit", where, "ns"), where);
     for (const auto& [key, value] : b.items()) {
       if (!value.is_number() || kSkip.count(key)) continue;
       std::string name = key;
@@ -221,7 +226,7 @@ std::vector<Run> parse_hlog(std::string_view text, const std::string& source, co
     Run r;
     r.where = source + ": interval " + std::to_string(k + 1);
     r.workload = !iv.tag.empty() ? iv.tag : (!o.workload.empty() ? o.workload : stem);
-    r.system = o.system.empty() ? "current" : o.system;
+    r.system = o.system;
     r.repeat = index[r.workload]++;
     add_histogram_figures(r, iv.histogram);
     runs.push_back(std::move(r));
@@ -263,7 +268,7 @@ std::vector<Group> group_runs(const std::vector<const Run*>& runs, const std::se
     groups[it->second].runs.push_back(r);
   }
   for (Group& g : groups) {
-    g.name = g.workload + ' ' + g.system;
+    g.name = g.system.empty() ? g.workload : g.workload + ' ' + g.system;
     for (const Group& h : groups) {
       if (&h == &g || h.workload != g.workload || h.system != g.system) continue;
       if (h.parameters != g.parameters) g.name += ' ' + g.parameters.dump();
@@ -380,7 +385,9 @@ bool higher_is_better(std::string_view figure) { return unit_of(figure) == Unit:
 
 // ---- input -----------------------------------------------------------------------------------
 
-std::vector<Run> parse_runs(std::string_view text, const std::string& source, const ParseOptions& options) {
+namespace {
+
+std::vector<Run> parse_runs_unchecked(std::string_view text, const std::string& source, const ParseOptions& options) {
   std::string stem = source;
   if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
   if (auto dot = stem.find('.'); dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
@@ -391,9 +398,9 @@ std::vector<Run> parse_runs(std::string_view text, const std::string& source, co
     json whole;
     bool one_value = true;
     try {
-      whole = json::parse(body);
-    } catch (const json::exception&) {
-      one_value = false;
+      whole = tools::parse_json_bounded(body, tools::kMaxJsonDepth, tools::kMaxInputBytes);
+    } catch (const std::invalid_argument&) {
+      one_value = false;  // JSON Lines, or bad input that parse_json_lines names by its line
     }
     if (one_value && whole.is_object() && whole.contains("benchmarks"))
       runs = parse_benchmark_json(whole, source, options);
@@ -409,16 +416,37 @@ std::vector<Run> parse_runs(std::string_view text, const std::string& source, co
   return runs;
 }
 
-std::vector<Run> read_runs(const std::string& path, const ParseOptions& options) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw BadInput(path + ": cannot be read");
-    text << in.rdbuf();
+}  // namespace
+
+std::vector<Run> parse_runs(std::string_view text, const std::string& source, const ParseOptions& options) {
+  if (text.size() > tools::kMaxInputBytes)
+    throw BadInput(source + ": input of " + std::to_string(text.size()) + " bytes refused (the limit is " +
+                   std::to_string(tools::kMaxInputBytes) + ")");
+  // Every field is checked where it is read; a JSON type error or a histogram's own error that
+  // still got past those checks is bad input too, never another kind of failure.
+  try {
+    return parse_runs_unchecked(text, source, options);
+  } catch (const nlohmann::json::exception& e) {
+    throw BadInput(source + ": a field of an unexpected type (" + e.what() + ")");
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(source + ": " + e.what());
   }
-  return parse_runs(text.str(), path == "-" ? "stdin" : path, options);
+}
+
+std::vector<Run> read_runs(const std::string& path, const ParseOptions& options) {
+  std::string text;
+  try {
+    if (path == "-") {
+      text = tools::read_bounded(std::cin);
+    } else {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw BadInput(path + ": cannot be read");
+      text = tools::read_bounded(in);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw BadInput((path == "-" ? std::string("stdin") : path) + ": " + e.what());
+  }
+  return parse_runs(text, path == "-" ? "stdin" : path, options);
 }
 
 Limit parse_limit(std::string_view text) {
@@ -635,6 +663,13 @@ Comparison compare_to_baseline(const std::vector<Run>& baseline, const std::vect
         row.verdict = Verdict::pass;
       } else if (row.p_value < o.alpha) {
         row.verdict = Verdict::regression;
+        // The verdict is the U test's (ranks of all runs); the interval is of the medians' ratio,
+        // which can span 0 when a few runs scatter: say which decided, and what the interval means.
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "decided by the U test: p = %.3g < %.3g with the change beyond the limit%s",
+                      row.p_value, o.alpha,
+                      !std::isnan(row.ci_low) && row.ci_low <= 0 ? "; the interval spans 0: its size is uncertain" : "");
+        row.note = buf;
       } else {
         row.verdict = Verdict::inconclusive;
         char buf[96];
@@ -649,6 +684,13 @@ Comparison compare_to_baseline(const std::vector<Run>& baseline, const std::vect
     if (f != "all" && !found.count(f)) throw BadInput("no judged group has the figure \"" + f + "\" on both sides");
   if (c.count(Verdict::pass) + c.count(Verdict::regression) + c.count(Verdict::inconclusive) == 0)
     throw BadInput("no figure was judged: check --tolerance, --workload and --system");
+  char rule[240];
+  std::snprintf(rule, sizeof rule,
+                "a figure is a regression when its median change is beyond the limit and a one-sided "
+                "Mann-Whitney U test says current is worse (p < %.3g); the 95%% interval shows the change's "
+                "size and does not decide",
+                o.alpha);
+  c.notes.push_back(rule);
   return c;
 }
 
@@ -988,6 +1030,8 @@ std::string format_percent(double f) {
 
 namespace {
 
+constexpr std::size_t kTextWidth = 100;
+
 std::string spread_text(const Spread& s, Unit u) {
   if (s.n == 0) return "-";
   return format_value(s.median, u) + " (" + format_value(s.min, u) + " .. " + format_value(s.max, u) + ", n=" +
@@ -1031,23 +1075,57 @@ std::string summary_line(const std::vector<Comparison>& cs) {
 
 }  // namespace
 
+// Text: each group a heading, each of its figures two or three lines (verdict and statistic;
+// both sides' spreads; the note), so a line stays within kTextWidth columns (a heading or note
+// longer than that is wrapped at spaces) whatever the figures and groups are called.
 std::string render_table(const std::vector<Comparison>& cs) {
   std::ostringstream out;
+  auto wrapped = [&](const std::string& text, const std::string& indent) {
+    if (indent.size() + text.size() <= kTextWidth) {
+      out << indent << text << "\n";
+      return;
+    }
+    std::string line = indent;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find(' ', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string word = text.substr(start, end - start);
+      if (line.size() > indent.size() && line.size() + 1 + word.size() > kTextWidth) {
+        out << line << "\n";
+        line = indent + "  ";
+      } else if (line.size() > indent.size()) {
+        line += ' ';
+      }
+      line += word;
+      start = end + 1;
+    }
+    out << line << "\n";
+  };
   for (const Comparison& c : cs) {
     out << "kairos-gate " << c.title << "\n";
     const auto rows = cells(c);
-    std::vector<std::size_t> w(rows.front().size(), 0);
-    for (const auto& r : rows)
-      for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
-    for (const auto& r : rows) {
-      std::string line;
-      for (std::size_t i = 0; i < r.size(); ++i) {
-        if (w[i] == 0) continue;
-        line += r[i] + std::string(w[i] - r[i].size(), ' ') + "  ";
-      }
-      out << trim(line) << "\n";
+    std::size_t figure_w = 6, verdict_w = 4;
+    for (const Row& r : c.rows)
+      figure_w = std::max(figure_w, r.figure.size()), verdict_w = std::max<std::size_t>(verdict_w, std::strlen(verdict_text(r.verdict)));
+    const std::string stat_header = c.paired ? "paired ratio [95% CI]" : "change [95% CI]";
+    std::string last_group;
+    for (std::size_t k = 0; k < c.rows.size(); ++k) {
+      const Row& r = c.rows[k];
+      const std::vector<std::string>& cell = rows[k + 1];  // group, figure, base, current, stat, p, limit, verdict, note
+      if (r.group != last_group) wrapped(r.group, ""), last_group = r.group;
+      std::string line = "  " + r.figure + std::string(figure_w - r.figure.size(), ' ') + "  " + cell[7] +
+                         std::string(verdict_w - cell[7].size(), ' ') + "  " + stat_header + " " + cell[4];
+      if (!r.limit.empty()) line += ", limit " + r.limit;
+      if (!c.paired && cell[5] != "-") line += ", p " + cell[5];
+      wrapped(line, "");
+      const std::string pad(2 + figure_w + 2, ' ');
+      const std::size_t side_w = std::max(c.base_column.size(), c.current_column.size());
+      wrapped(c.base_column + std::string(side_w - c.base_column.size(), ' ') + "  " + cell[2], pad);
+      wrapped(c.current_column + std::string(side_w - c.current_column.size(), ' ') + "  " + cell[3], pad);
+      if (!r.note.empty()) wrapped(r.note, pad);
     }
-    for (const std::string& n : c.notes) out << "note: " << n << "\n";
+    for (const std::string& n : c.notes) wrapped("note: " + n, "");
     out << "\n";
   }
   out << summary_line(cs) << "\n";

@@ -6,6 +6,8 @@
 // kept aside (shown when the command fails); then judges the pairs with compare_ab (gate.hpp).
 #include "gate.hpp"
 
+#include <kairos/version.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <sys/wait.h>
@@ -138,7 +140,8 @@ int main(int argc, char** argv) {
   app.add_option("--input-workload", parse.workload,
                  "Workload of histograms and untagged .hlog intervals (default: the file name's stem)");
   app.add_option("--input-system", parse.system,
-                 "System of histogram, .hlog and Google Benchmark runs (default: \"current\")");
+                 "System of histogram, .hlog and Google Benchmark runs (default: none; their groups are "
+                 "named by the workload alone)");
   app.add_option("--baseline-cmd", baseline_cmd,
                  "A/B mode: shell command that measures the baseline build once and prints its runs on stdout "
                  "(e.g. 'old/kairos-lat -w W3 -s kairos-hybrid --quick --no-java')");
@@ -152,6 +155,8 @@ int main(int argc, char** argv) {
   app.add_option("--markdown", markdown_path,
                  "Also write the result as Markdown to this file (a CI summary); the verdict is printed and "
                  "decides the exit code even when the file cannot be written");
+
+  app.set_version_flag("--version", std::string("kairos-gate ") + KAIROS_VERSION_STRING);
 
   try {
     app.parse(argc, argv);

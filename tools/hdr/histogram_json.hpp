@@ -1,7 +1,8 @@
 // histogram_json.hpp: reads kairos::LatencyHistogram's JSON form (LatencyHistogram::to_json(),
 // described at the top of kairos/latency_histogram.hpp) with nlohmann/json, the one JSON parser of
 // kairos's tools.
-// Errors: std::invalid_argument naming what is wrong: malformed JSON, another kind or version, a
+// Errors: std::invalid_argument naming what is wrong: malformed JSON, text nested deeper or longer
+//         than json_input.hpp's bounds (checked before parsing), another kind or version, a
 //         missing or mistyped field, a bucket index out of range or repeated, bucket counts that
 //         do not add up to count, min, max and mean that do not fit the buckets. Unknown keys are
 //         ignored. mean round-trips exactly while count * mean < 2^52 ns.
@@ -15,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include <kairos/latency_histogram.hpp>
+
+#include "json_input.hpp"
 
 namespace kairos::tools {
 
@@ -83,13 +86,14 @@ inline LatencyHistogram histogram_from_json(const nlohmann::json& j) {
   return h;
 }
 
-// From text: also std::invalid_argument for text that is not one JSON value.
+// From text: also std::invalid_argument for text that is not one JSON value, or passes the bounds
+// of json_input.hpp (the depth is checked before nlohmann parses it).
 inline LatencyHistogram histogram_from_json_text(std::string_view text) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("kairos latency histogram JSON: malformed JSON: ") + e.what());
+    j = parse_json_bounded(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("kairos latency histogram JSON: ") + e.what());
   }
   return histogram_from_json(j);
 }

@@ -38,6 +38,27 @@ expect 2 "--from JSON that is not a kairos-lat record" "$lat" --from "$scratch/f
 : > "$scratch/empty.jsonl"
 expect 2 "--from an empty file" "$lat" --from "$scratch/empty.jsonl"
 expect 2 "--from a file that does not exist" "$lat" --from "$scratch/none.jsonl"
+# Hostile records: too deep to parse safely, a field the report reads missing or mistyped.
+{ printf '{"workload":"W3","system":"s","parameters":{},"x":'; head -c 200000 /dev/zero | tr '\0' '['
+  head -c 200000 /dev/zero | tr '\0' ']'; echo '}'; } > "$scratch/deep.jsonl"
+expect 2 "--from a record nested 200,000 levels deep" "$lat" --from "$scratch/deep.jsonl"
+grep -q "nested deeper than" "$scratch/err" || { echo "FAIL: the error does not say why"; fail=1; }
+echo '{"workload":"W3","system":"kairos-sleep","p50_ns":5}' > "$scratch/no-parameters.jsonl"
+expect 2 "--from a record without parameters" "$lat" --from "$scratch/no-parameters.jsonl" --svg "$scratch/svg"
+echo '{"workload":"W3","system":"kairos-sleep","parameters":{},"config":{"shards":"two"}}' > "$scratch/mistyped.jsonl"
+expect 2 "--from a record with a mistyped config" "$lat" --from "$scratch/mistyped.jsonl"
+grep -q 'config "shards" must be' "$scratch/err" || { echo "FAIL: the error does not name the field"; fail=1; }
+# Output that cannot be written is exit 2, found before anything runs.
+: > "$scratch/a-file"
+expect 2 "--svg into a path under a file" "$lat" -w W7 -s naive-stpe --w7-tasks 100 --svg "$scratch/a-file/svg"
+grep -q "cannot write" "$scratch/err" || { echo "FAIL: the error does not say the directory is unwritable"; fail=1; }
+# A count of 0 names its rule, not CLI11's 310-digit range.
+expect 2 "--w3-count 0 (readable)" "$lat" -w W3 --w3-count 0
+grep -q "must be greater than 0, got 0" "$scratch/err" && [ "$(wc -c < "$scratch/err")" -lt 200 ] ||
+  { echo "FAIL: --w3-count 0 printed: $(cat "$scratch/err")"; fail=1; }
+# --w8-lazy only changes the Java peers' W8.
+expect 2 "--w8-lazy with --no-java" "$lat" --w8-lazy --no-java -w W8 -s kairos-hybrid
+expect 2 "--w8-lazy without W8" "$lat" --w8-lazy -w W3 -s java-stpe-1
 
 # A run that fails: W5 needs far more memory than the address-space limit leaves its child.
 expect 1 "a failed run (W5 out of memory)" \

@@ -20,12 +20,16 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <json_input.hpp>
+
 #include "java_harness.hpp"
 #include "subprocess.hpp"
 #include "machine.hpp"
 #include "native_runs.hpp"
 #include "plan.hpp"
+#include "records.hpp"
 #include "report.hpp"
+#include "spectrum.hpp"
 #include "svg_plot.hpp"
 
 
@@ -83,7 +87,9 @@ Examples:
   kairos-lat --demo                                about a minute: W3 and W1, kairos-hybrid vs naive-stpe
   kairos-lat -w W1,W2 -s kairos-hybrid,naive-stpe --warm-and-fresh --repeat 3
                                                    fresh and warmed-up runs side by side
-  kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines)";
+  kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines
+  kairos-lat --from paced.hlog --svg plots         a percentile spectrum chart of any .hlog, .hgrm or
+                                                   latency histogram JSON)";
 
 const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll",
@@ -269,34 +275,57 @@ std::vector<WorkloadSizes> variants(const std::string& workload, const WorkloadS
   return out;
 }
 
-// The records of a file kairos-lat wrote: one JSON object per line, each naming its workload and
-// system; blank lines are skipped. Anything else is bad input (UsageError), named by its line.
-std::vector<json> read_records(const std::string& path) {
-  std::ifstream f(path);
+// The text of a --from file, at most json_input.hpp's kMaxInputBytes.
+std::string read_input(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("kairos-lat: cannot read " + path);
-  std::vector<json> out;
-  std::size_t line_no = 0;
-  for (std::string line; std::getline(f, line);) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::string where = path + ":" + std::to_string(line_no);
-    json rec = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (rec.is_discarded() || !rec.is_object())
-      throw UsageError("kairos-lat: " + where + ": not a JSON object");
-    if (!rec.contains("workload") || !rec["workload"].is_string() || !rec.contains("system") ||
-        !rec["system"].is_string())
-      throw UsageError("kairos-lat: " + where + ": not a kairos-lat record (no \"workload\" or \"system\")");
-    out.push_back(std::move(rec));
+  try {
+    return tools::read_bounded(f);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("kairos-lat: " + path + ": " + e.what());
   }
-  if (out.empty()) throw UsageError("kairos-lat: " + path + ": no records");
-  return out;
 }
 
-void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, const json& machine) {
+// The records of a file kairos-lat wrote (records.hpp checks each field the report reads);
+// anything else is bad input (UsageError), named by its line.
+std::vector<json> read_records(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  try {
+    return lat::read_records(in, path);
+  } catch (const RecordError& e) {
+    throw UsageError(std::string("kairos-lat: ") + e.what());
+  }
+}
+
+// --svg DIR: created (with its parents) and probed with a file before anything runs, so an
+// unwritable directory is a usage error (exit 2) at the start, not a lost chart at the end.
+void prepare_svg_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  std::string sub = machine.value("cpu", "") + ", " + machine["nproc"].dump() + " CPUs, Linux " +
-                    machine.value("kernel", "") + "; median of the runs";
+  const std::filesystem::path probe = std::filesystem::path(dir) / ".kairos-lat-write-test";
+  bool ok = !ec && static_cast<bool>(std::ofstream(probe));
+  std::filesystem::remove(probe, ec);
+  if (!ok) throw UsageError("kairos-lat: --svg " + dir + ": cannot write into this directory");
+}
+
+void write_spectrum_svgs(const std::string& dir, const std::vector<SpectrumChart>& charts) {
+  prepare_svg_dir(dir);
+  for (const SpectrumChart& chart : charts) {
+    const std::string path = (std::filesystem::path(dir) / (chart.name + ".svg")).string();
+    std::ofstream f(path);
+    if (!(f << spectrum_svg(chart)) || !f.flush()) throw UsageError("kairos-lat: cannot write " + path);
+    std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
+  }
+}
+
+// The charts of `groups` into dir; a chart that cannot be written is a UsageError (exit 2).
+void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, const json& machine) {
+  prepare_svg_dir(dir);
+  auto text = [&](const char* key) {
+    return machine.contains(key) && machine[key].is_string() ? machine[key].get<std::string>() : std::string("?");
+  };
+  std::string sub = text("cpu") + ", " + (machine.contains("nproc") ? machine["nproc"].dump() : std::string("?")) +
+                    " CPUs, Linux " + text("kernel") + "; median of the runs";
   for (const char* w : {"W3", "W4"}) {
     auto series = lateness_series(groups, w);
     if (series.empty()) continue;
@@ -304,10 +333,8 @@ void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, con
                                                        "_lateness.svg")).string();
     std::string title = std::string(w) + (w == std::string("W3") ? " lateness of one-shot timers" :
                                                                    " lateness of fixed-rate runs");
-    if (write_lateness_svg(path, title, sub, series))
-      std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
-    else
-      std::fprintf(stderr, "kairos-lat: cannot write %s\n", path.c_str());
+    if (!write_lateness_svg(path, title, sub, series)) throw UsageError("kairos-lat: cannot write " + path);
+    std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
   }
 }
 
@@ -382,6 +409,22 @@ std::optional<json> run_in_child(const SystemSpec& s, const std::string& w, cons
 
 }  // namespace
 
+// CLI11's PositiveNumber prints its range as a 310-digit number; this says it plainly.
+const CLI::Validator kPositive(
+    [](std::string& text) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      return !text.empty() && *end == '\0' && v > 0 ? std::string() : "must be greater than 0, got " + text;
+    },
+    "> 0");
+const CLI::Validator kNonNegative(
+    [](std::string& text) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      return !text.empty() && *end == '\0' && v >= 0 ? std::string() : "must be 0 or more, got " + text;
+    },
+    ">= 0");
+
 int main(int argc, char** argv) {
   Cli cli;
   CLI::App app{"kairos-lat: the standard workloads W1..W8 on kairos and its peers, JSON lines out"};
@@ -405,7 +448,7 @@ int main(int argc, char** argv) {
           },
           "in (0, 1)"));
   app.add_option("--spin-window-us", cli.spin_window_us, "kairos-hybrid spin window")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   app.add_flag("--pin", cli.pin, "pin scheduler threads (kairos, naive-stpe, asio) and the producer");
   app.add_option("--cpus", cli.cpus, "CPUs of the pinned scheduler threads (default 1, or 1,0)")->delimiter(',');
   app.add_option("--producer-cpu", cli.producer_cpu, "CPU of the pinned producer")->capture_default_str();
@@ -415,9 +458,13 @@ int main(int argc, char** argv) {
   app.add_flag("--table", cli.table, "the table on stdout (JSON lines then go only to --out)");
   app.add_flag("--markdown", cli.markdown, "tables in Markdown, with kairos/peer ratios");
   app.add_option("--out", cli.out, "also append the JSON lines to this file");
-  app.add_option("--svg", cli.svg, "write W3/W4 lateness charts (SVG) into this directory");
+  app.add_option("--svg", cli.svg,
+                 "write SVG charts into this directory: W3/W4 lateness percentiles, and a percentile "
+                 "spectrum (log scale of 1/(1-p)) of every workload whose records carry histograms");
   app.add_flag("--demo", cli.demo, "about a minute: W3 and W1 on kairos-hybrid and naive-stpe, table, SVG");
-  app.add_option("--from", cli.from, "do not run: tabulate the JSON lines of this file");
+  app.add_option("--from", cli.from,
+                 "do not run: tabulate kairos-lat's JSON lines of this file (and chart them with --svg), or "
+                 "draw the percentile spectrum (--svg DIR) of a latency histogram JSON, .hlog or .hgrm file");
   app.add_option("--java-dir", cli.java_dir, "where LatHarness.java is")->capture_default_str();
   app.add_option("--netty-jar", cli.netty_jar, "Netty's common jar")->capture_default_str();
   app.add_option("--java-heap", cli.java_heap, "the JVM's -Xmx")->capture_default_str();
@@ -433,15 +480,15 @@ int main(int argc, char** argv) {
   // Sizes are counts of at least one: a 0 (or a negative) is an error, never "the default".
   app.add_option("--w1-producers", cli.w1_producers, "W1 producer counts (default 1,2)")->delimiter(',')
       ->check(CLI::Range(1u, 1024u));
-  app.add_option("--w1-calls", cli.w1_calls, "W1 calls per producer (default 1,000,000)")->check(CLI::PositiveNumber);
-  app.add_option("--w2-iterations", cli.w2_iterations, "W2 iterations (default 1,000,000)")->check(CLI::PositiveNumber);
-  app.add_option("--w3-count", cli.w3_count, "W3 timers (default 200,000)")->check(CLI::PositiveNumber);
-  app.add_option("--w4-seconds", cli.w4_seconds, "W4 duration (default 5)")->check(CLI::PositiveNumber);
+  app.add_option("--w1-calls", cli.w1_calls, "W1 calls per producer (default 1,000,000)")->check(kPositive);
+  app.add_option("--w2-iterations", cli.w2_iterations, "W2 iterations (default 1,000,000)")->check(kPositive);
+  app.add_option("--w3-count", cli.w3_count, "W3 timers (default 200,000)")->check(kPositive);
+  app.add_option("--w4-seconds", cli.w4_seconds, "W4 duration (default 5)")->check(kPositive);
   app.add_option("--w5-timers", cli.w5_timers, "W5 timer counts (default 1000000,10000000)")->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)")->check(CLI::PositiveNumber);
-  app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(CLI::PositiveNumber);
-  app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(CLI::PositiveNumber);
+      ->check(kPositive);
+  app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)")->check(kPositive);
+  app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(kPositive);
+  app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(kPositive);
   app.add_flag("--w8-no-rearm", cli.w8_no_rearm, "W8 on kairos with cancel + schedule instead of rearm (the peers' way)");
   app.add_flag("--w8-lazy", cli.w8_lazy,
                "W8 on the Java peers the way Netty's IdleStateHandler does it: a message stores its time, "
@@ -463,12 +510,36 @@ int main(int argc, char** argv) {
     std::vector<json> records;
     json machine = machine_json();
 
+    if (!cli.svg.empty()) prepare_svg_dir(cli.svg);
     if (!cli.from.empty()) {
-      records = read_records(cli.from);
+      const std::string text = read_input(cli.from);
+      InputKind kind = InputKind::records;
+      std::vector<SpectrumChart> charts;
+      try {
+        kind = detect_input_kind(text, cli.from);
+        if (kind != InputKind::records) charts = spectrum_charts(text, cli.from);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("kairos-lat: ") + e.what());  // names the file and line
+      }
+      if (kind != InputKind::records) {  // a distribution: its chart is the output
+        if (cli.svg.empty())
+          throw UsageError("kairos-lat: --from " + cli.from + " is " + input_kind_name(kind) +
+                           ", drawn as a percentile spectrum chart: give --svg DIR");
+        write_spectrum_svgs(cli.svg, charts);
+        return 0;
+      }
+      records = read_records(text, cli.from);
       auto groups = group_runs(records);
       print_tables(std::cout, groups, cli.markdown);
-      if (!cli.svg.empty() && !records.empty())
+      if (!cli.svg.empty()) {
         write_svgs(cli.svg, groups, records.front().contains("machine") ? records.front()["machine"] : machine);
+        try {
+          charts = spectrum_charts(records);
+        } catch (const std::invalid_argument& e) {
+          throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
+        }
+        write_spectrum_svgs(cli.svg, charts);
+      }
       return 0;
     }
 
@@ -500,6 +571,16 @@ int main(int argc, char** argv) {
           if (cli.warm_and_fresh && warm && !spec.warm) continue;  // Java: one row, its JIT pass
           plan.systems.push_back(std::move(spec));
         }
+    }
+
+    if (cli.w8_lazy && !cli.child) {
+      const bool w8 = std::find(plan.workloads.begin(), plan.workloads.end(), "W8") != plan.workloads.end();
+      const bool java = std::any_of(plan.systems.begin(), plan.systems.end(),
+                                    [](const SystemSpec& s) { return s.kind == Kind::java; });
+      if (!w8 || !java)
+        throw UsageError(std::string("kairos-lat: --w8-lazy changes only how the Java peers run W8, and ") +
+                         (!w8 ? "W8 is not among the workloads (-w W8)"
+                              : "no Java system is selected (java-stpe-1, java-stpe-2, netty-wheel; not with --no-java)"));
     }
 
     if (cli.child) {  // exactly one run, here
@@ -566,6 +647,7 @@ int main(int argc, char** argv) {
             }
             (*rec)["repeat"] = rep;
             (*rec)["loadavg_1m"] = load;
+            flag_producer_behind(*rec);
             stamp_provenance(*rec, machine);
             std::string line = rec->dump();
             if (!cli.table) std::cout << line << std::endl;
@@ -585,7 +667,10 @@ int main(int argc, char** argv) {
     std::ostream& table_out = cli.table ? std::cout : std::cerr;
     table_out << "\n";
     print_tables(table_out, groups, cli.markdown);
-    if (!cli.svg.empty()) write_svgs(cli.svg, groups, machine);
+    if (!cli.svg.empty()) {
+      write_svgs(cli.svg, groups, machine);
+      write_spectrum_svgs(cli.svg, spectrum_charts(records));
+    }
     for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
     if (failed > 0) std::fprintf(stderr, "kairos-lat: %zu of %zu runs failed\n", failed, run_no);
     if (records.empty() && failed == 0) {

@@ -295,6 +295,10 @@ void print_tables(std::ostream& out, const std::vector<RunGroup>& groups, bool m
       body.push_back(std::move(line));
     }
     print_grid(out, header, body, markdown);
+    for (auto* r : rows)
+      for (const auto& run : r->runs)
+        if (std::string behind = producer_behind_note(run); !behind.empty())
+          out << (markdown ? "Note: " : "note: ") << behind << "\n" << (markdown ? "\n" : "");
 
     // kairos / peer ratios of the headline figures.
     std::vector<const RunGroup*> kairos, peers;
@@ -320,6 +324,45 @@ void print_tables(std::ostream& out, const std::vector<RunGroup>& groups, bool m
       print_grid(out, rh, rb, markdown);
     }
   }
+}
+
+namespace {
+
+double number_or(const json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+std::string duration_text(double ns) {
+  char buf[48];
+  if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
+  else if (ns < 1e9) std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+bool producer_fell_behind(const json& rec) {
+  if (!rec.contains("workload") || rec["workload"] != "W3" || !rec.contains("pacing_lag_max_ns")) return false;
+  const json& p = rec.contains("parameters") && rec["parameters"].is_object() ? rec["parameters"] : json::object();
+  const double interval = std::max(0.0, number_or(p, "interval_ns", 50'000));
+  return number_or(rec, "pacing_lag_max_ns", 0) > std::max(1e6, 20 * interval);
+}
+
+void flag_producer_behind(json& rec) {
+  if (rec.contains("workload") && rec["workload"] == "W3" && rec.contains("pacing_lag_max_ns"))
+    rec["producer_fell_behind"] = producer_fell_behind(rec);
+}
+
+std::string producer_behind_note(const json& rec) {
+  if (!producer_fell_behind(rec)) return "";
+  const json& p = rec["parameters"];
+  std::string who = row_label(rec);
+  if (rec.contains("repeat") && rec["repeat"].is_number_integer()) who += " (repeat " + rec["repeat"].dump() + ")";
+  return who + ": the producer fell " + duration_text(number_or(rec, "pacing_lag_max_ns", 0)) + " behind its " +
+         duration_text(number_or(p, "interval_ns", 50'000)) +
+         " schedule, so fewer timers per second were offered than W3 intends (the machine was busy?)";
 }
 
 std::vector<PercentileSeries> lateness_series(const std::vector<RunGroup>& groups,

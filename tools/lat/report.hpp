@@ -32,7 +32,19 @@ std::vector<RunGroup> group_runs(const std::vector<nlohmann::ordered_json>& reco
 // "kairos-hybrid warm" (config.warm: measured after a warm-up pass on another system), ...
 std::string row_label(const nlohmann::ordered_json& record);
 
+// Prints, per workload and parameter set, the table, the kairos/peer ratios (markdown) and a
+// note for each run whose producer fell behind its schedule (producer_behind_note).
 void print_tables(std::ostream& out, const std::vector<RunGroup>& groups, bool markdown);
+
+// W3's producer submits one timer per parameters.interval_ns by the clock; pacing_lag_max_ns is
+// how late its latest submission was against its slot. Behind by more than 20 intervals and
+// 1 ms, it offered fewer timers per second than the workload says (the lateness figures stay
+// right: each is measured from its own submission), so the run is flagged:
+//   "producer_fell_behind": true in the record (flag_producer_behind, for W3 records with the
+//   figure), and a note under the table naming the run and the lag.
+bool producer_fell_behind(const nlohmann::ordered_json& record);
+void flag_producer_behind(nlohmann::ordered_json& record);
+std::string producer_behind_note(const nlohmann::ordered_json& record);  // "" when not behind
 
 // For SVG plots: the label and the median of p50..p99.99 and max of each group of `workload`.
 struct PercentileSeries {

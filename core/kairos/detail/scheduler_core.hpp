@@ -66,7 +66,11 @@ class SchedulerCore {
   };
   virtual PoolCounts pool_counts() const = 0;
   virtual std::size_t purge() = 0;
-  virtual bool on_own_thread() const noexcept = 0;  // the caller is one of its threads (poll
+  virtual bool on_own_thread() const noexcept = 0;
+  // The caller is a task of this scheduler and the only thread that could run what it submits
+  // (its shard's one thread, or the poll it runs in): an untimed invoke_all/invoke_any from it
+  // would wait for itself for ever.
+  virtual bool would_wait_for_itself() const noexcept = 0;  // the caller is one of its threads (poll
                                                     // mode: runs a task inside this one's poll())
 
   // Poll mode (Options::poll_mode; std::logic_error otherwise). poll: runs the tasks due at
@@ -74,6 +78,7 @@ class SchedulerCore {
   // next_deadline: the earliest pending deadline, kMaxNs if there is none.
   virtual std::size_t poll(std::int64_t now, std::size_t limit) = 0;
   virtual std::int64_t next_deadline() = 0;
+  virtual int wake_fd() const = 0;  // the loop's eventfd (loop_wake.hpp)
 
  protected:
   explicit SchedulerCore(ManualClock* clock) noexcept : manual_(clock) {}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# check_warnings.sh <source dir> <scratch dir> <compiler>...: what a user who builds with
+# -Wall -Wextra -Wpedantic -Werror includes or copies must compile under each given compiler:
+#   - every installed public header on its own (core/kairos/**/*.hpp, detail/ too, and
+#     policies/kairos/*.hpp), as the first include of a file;
+#   - every ```cpp block of README.md, extracted here, so the README cannot drift from it: a block
+#     with a main() is compiled as it stands; any other is a fragment, compiled as the body of a
+#     function after <kairos/kairos.hpp>, with the names the README leaves to the reader
+#     (send_one_order) declared;
+#   - designated_options.cpp: Options built with designated initializers naming a few fields
+#     (g++ warns -Wmissing-field-initializers for every member left without a default member
+#     initializer).
+# A compiler given as "-" or that is not installed is skipped with a message (clang is optional).
+set -euo pipefail
+src=$1 scratch=$2; shift 2
+flags=(-std=c++20 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$src/core" -I"$src/policies")
+rm -rf "$scratch" && mkdir -p "$scratch/headers" "$scratch/readme"
+
+# One translation unit per header.
+units=()
+while IFS= read -r h; do
+  name=$(echo "$h" | tr '/' '_')
+  printf '#include <%s>\n' "$h" > "$scratch/headers/${name%.hpp}.cpp"
+  units+=("$scratch/headers/${name%.hpp}.cpp")
+done < <(cd "$src/core" && find kairos -name '*.hpp' | sort; cd "$src/policies" && find kairos -name '*.hpp' | sort)
+
+# One per README block.
+awk -v dir="$scratch/readme" '
+  /^```cpp[[:space:]]*$/ { n++; file = sprintf("%s/block%d.txt", dir, n); inside = 1; next }
+  /^```/                 { if (inside) close(file); inside = 0; next }
+  inside                 { print > file }' "$src/README.md"
+blocks=0
+for b in "$scratch"/readme/block*.txt; do
+  [ -e "$b" ] || continue
+  blocks=$((blocks + 1))
+  out=${b%.txt}.cpp
+  if grep -E '\bint main\(' "$b" > /dev/null; then
+    cp "$b" "$out"
+  else
+    { echo '#include <kairos/kairos.hpp>'
+      echo '#include <chrono>'
+      echo '#include <cstdio>'
+      echo 'void send_one_order();'
+      echo "void readme_$(basename "${b%.txt}")() {"
+      cat "$b"
+      echo '}'; } > "$out"
+  fi
+  units+=("$out")
+done
+[ "$blocks" -ge 2 ] || { echo "found $blocks cpp blocks in README.md (expected the quick start and the Pacer's)"; exit 1; }
+units+=("$(dirname "$0")/designated_options.cpp")
+
+compilers=0 fail=0
+for cxx in "$@"; do
+  if [ "$cxx" = - ] || ! command -v "$cxx" > /dev/null 2>&1; then
+    echo "skipped: compiler '$cxx' is not installed"; continue
+  fi
+  compilers=$((compilers + 1))
+  for u in "${units[@]}"; do
+    if ! "$cxx" "${flags[@]}" "$u" > "$scratch/log" 2>&1; then
+      echo "== $cxx ${flags[*]} $u"; cat "$scratch/log"; fail=1
+    fi
+  done
+  echo "$cxx: ${#units[@]} files ($blocks README blocks) compiled with ${flags[*]:0:5}"
+done
+[ "$compilers" -ge 1 ] || { echo "no compiler ran"; exit 1; }
+exit $fail
