@@ -65,7 +65,7 @@ const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs t
                       timeouts, lateness, memory growth.
   W9 loop-wakeup      (not in the default set) one thread submits 5,000 timeouts at random gaps (mean
                       1 ms) with delays uniform in [100 us, 20 ms] into a loop that sleeps when idle:
-                      lateness.
+                      lateness, and for kairos-loop the wakes per submission.
 Lateness = start - (t0 + delay), t0 = steady_clock now just before the schedule call; negative is an
 early fire. Task bodies only store their start time into a preallocated slot. Percentiles are exact.
 
@@ -75,6 +75,8 @@ Systems:
   kairos-poll       W2, W6 only: poll mode, the workload's thread is the loop (polls every 64 calls)
   naive-stpe        one mutex, binary heap with indices, condition variable, leader/follower threads
   asio              Boost.Asio steady_timer on one io_context thread
+  kairos-loop       W9 only: poll mode on an epoll loop thread (timerfd at next_deadline(), the wake fd)
+  kairos-loop-nowake W9 only: the same loop without the wake fd (sleeps until the deadline it read)
   asio-inline       W2, W6 only: Boost.Asio timers on an io_context the workload's thread polls
   java-stpe-1, java-stpe-2, netty-wheel      Java's ScheduledThreadPoolExecutor (1, 2 threads) and
                     Netty's HashedWheelTimer, via perf/peers/java/LatHarness.java when javac exists
@@ -92,7 +94,7 @@ Examples:
                                                    latency histogram JSON)";
 
 const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
-const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll",
+const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll", "kairos-loop", "kairos-loop-nowake",
                                               "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
 std::vector<std::string> split(const std::string& s) {
@@ -190,6 +192,9 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     s.kind = Kind::kairos_poll;
     c.wait = "inline";
     c.threads = 0;
+  } else if (name == "kairos-loop" || name == "kairos-loop-nowake") {
+    s.kind = Kind::kairos_loop;
+    c.wait = name == "kairos-loop" ? "wake-fd" : "timerfd";
   } else if (name == "asio-inline") {
     s.kind = Kind::asio_inline;
     c.wait = "inline";
@@ -561,7 +566,7 @@ int main(int argc, char** argv) {
       plan.workloads.push_back(w);
     }
     for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
-      bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll";  // sharded, threaded
+      bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll" && name.rfind("kairos-loop", 0) != 0;  // sharded, threaded
       if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
       for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
         for (bool warm : cli.warm_and_fresh ? std::vector<bool>{false, true} : std::vector<bool>{cli.warm}) {

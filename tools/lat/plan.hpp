@@ -18,7 +18,7 @@
 
 namespace kairos::lat {
 
-enum class Kind { kairos, kairos_poll, naive_stpe, asio, asio_inline, java, kernel };
+enum class Kind { kairos, kairos_poll, kairos_loop, naive_stpe, asio, asio_inline, java, kernel };
 
 struct SystemSpec {
   Kind kind;
