@@ -6,9 +6,11 @@
 //          kick eventfd of the adapter's own (drain, destruction).
 //   kairos-loop         the wake fd registered: a submission from another thread whose deadline is
 //                       earlier than the one the loop sleeps for wakes it (Scheduler::wake_fd()).
-//   kairos-loop-nowake  the wake fd not registered: the loop sleeps until the deadline it read,
-//                       the pattern docs/poll-mode.md showed before the wake existed. Earlier
-//                       submissions run when the loop next wakes (late: W9 shows how late).
+//   kairos-loop-nowake  the wake fd not registered: the loop sleeps until the deadline it read
+//                       (1 ms when nothing is pending, or it would never look again), the pattern
+//                       docs/poll-mode.md showed before the wake existed. Earlier submissions run
+//                       when the loop next wakes (late: W9 shows how late). The scheduler still
+//                       signals its wakes (counted), nobody listens.
 // Threads: the loop thread polls; any thread submits and cancels. loop_wakes(): the wakes the
 //          scheduler signalled (ShardStats::loop_wakes), read by W9 per submission.
 #pragma once
@@ -119,6 +121,7 @@ class KairosLoopSystem {
       // makes the wake fd readable.
       std::optional<kairos::SteadyClock::time_point> d = sched_.next_deadline();
       itimerspec spec{};
+      if (!d && !use_wake_) d = kairos::SteadyClock::now() + std::chrono::milliseconds(1);
       if (d) {
         std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d->time_since_epoch()).count();
         if (ns <= 0) ns = 1;  // a zero it_value would disarm the timer

@@ -164,7 +164,7 @@ struct Cli {
   bool child = false;  // run exactly one (workload, system, sizes) and print its record
   bool check = false;
   std::vector<unsigned> w1_producers;
-  std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0;
+  std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0, w9_count = 0;
   double w8_seconds = 0;
   bool w8_no_rearm = false;
   bool w8_lazy = false;
@@ -253,6 +253,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
   if (!cli.w5_timers.empty()) z.w5_timers = cli.w5_timers;
   if (cli.w6_tasks) z.w6.tasks = cli.w6_tasks;
   if (cli.w7_tasks) z.w7.tasks = cli.w7_tasks;
+  if (cli.w9_count) z.w9.count = cli.w9_count;
   z.w8_rearm = !cli.w8_no_rearm;
   z.w8_lazy = cli.w8_lazy;
   if (cli.w8_seconds > 0) z.w8.duration_ns = static_cast<std::int64_t>(cli.w8_seconds * 1e9);
@@ -394,6 +395,7 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
   std::snprintf(w8s, sizeof w8s, "%.9g", static_cast<double>(z.w8.duration_ns) * 1e-9);
   a.insert(a.end(), {"--w8-seconds", w8s});
   if (!z.w8_rearm) a.push_back("--w8-no-rearm");
+  a.insert(a.end(), {"--w9-count", str(z.w9.count)});
   return a;
 }
 
@@ -494,6 +496,7 @@ int main(int argc, char** argv) {
   app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)")->check(kPositive);
   app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(kPositive);
   app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(kPositive);
+  app.add_option("--w9-count", cli.w9_count, "W9 timeouts submitted (default 5,000)")->check(kPositive);
   app.add_flag("--w8-no-rearm", cli.w8_no_rearm, "W8 on kairos with cancel + schedule instead of rearm (the peers' way)");
   app.add_flag("--w8-lazy", cli.w8_lazy,
                "W8 on the Java peers the way Netty's IdleStateHandler does it: a message stores its time, "

@@ -40,8 +40,8 @@ struct WorkloadSizes {
   perf::W7Params w7;
   perf::W8Params w8;
   bool w8_rearm = true;  // kairos re-arms in place (false: cancel + schedule, as the peers)
-  bool w8_lazy = false;
-  perf::W9Params w9;  // the Java peers re-arm lazily, as Netty's IdleStateHandler (false: cancel + schedule)
+  bool w8_lazy = false;  // the Java peers re-arm lazily, as Netty's IdleStateHandler (false: cancel + schedule)
+  perf::W9Params w9;
 };
 
 struct JavaSettings {
