@@ -23,6 +23,9 @@ namespace kairos {
 
 template <class Clock>
 class BasicScheduler;
+namespace detail {
+struct FutureAccess;  // kairos/coro.hpp: co_await on a future reads its node
+}
 
 template <class T>
 class ScheduledFuture {
@@ -169,6 +172,7 @@ class ScheduledFuture {
  private:
   template <class Clock>
   friend class BasicScheduler;
+  friend struct detail::FutureAccess;
   ScheduledFuture(detail::TaskBase* adopted, detail::SchedulerCore* core, const ManualClock* clock) noexcept
       : node_(adopted), core_(core), clock_(clock) {}
   void check() const {

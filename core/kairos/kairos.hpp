@@ -1,6 +1,7 @@
 // kairos.hpp: everything kairos offers, in one include.
 #pragma once
 #include <kairos/clock.hpp>
+#include <kairos/coro.hpp>
 #include <kairos/duration.hpp>
 #include <kairos/errors.hpp>
 #include <kairos/future.hpp>

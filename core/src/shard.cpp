@@ -603,6 +603,10 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
     auto bits = reinterpret_cast<std::uintptr_t>(item);
     TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kDropCallable);
     if (bits & kDropCallable) t->ops->drop_callable(t);
+    // (AW3) cancelled under mu_ (shutdown policies, discard_oldest, a cancelled periodic task's
+    // last run): its awaiters are resumed here, with no lock held.
+    std::uint32_t s = t->state.load(std::memory_order_acquire);
+    if ((s & kAwaited) && is_terminal(s)) wake_awaiters(t);
     release(t);
   }
   grave.clear();
@@ -668,6 +672,7 @@ bool Shard::make_room() {
   unlock_and_bury(lk, grave);
   if (staged_victim != nullptr) {
     staged_victim->ops->drop_callable(staged_victim);
+    if (staged_victim->state.load(std::memory_order_acquire) & kAwaited) wake_awaiters(staged_victim);  // (AW3)
     release(staged_victim);
   }
   return made;

@@ -34,6 +34,7 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
     } else if (may_interrupt_if_running) {
       if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
     }
+    if (s & kAwaited) wake_awaiters(t);  // (AW3) the caller's handle keeps t alive
     return true;
   }
 }
@@ -57,6 +58,7 @@ void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_u
       // No later runs: the future completes as cancelled (or exceptional), the callable goes.
       transition(t, kRunning, ok ? kCancelled : kExceptional);
       t->ops->drop_callable(t);
+      if (t->state.load(std::memory_order_acquire) & kAwaited) wake_awaiters(t);  // (AW3)
     } else {
       transition(t, kRunning, ok ? kNormal : kExceptional);
     }
@@ -68,6 +70,7 @@ void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_u
 
 void drop_orphan(TaskBase* t) noexcept {
   if (transition(t, kOrphan, kCancelled)) t->ops->drop_callable(t);
+  if (t->state.load(std::memory_order_acquire) & kAwaited) wake_awaiters(t);  // (AW3)
   release(t);
 }
 

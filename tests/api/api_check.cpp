@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <concepts>
+#include <coroutine>
 #include <exception>
 #include <future>
 #include <optional>
@@ -184,5 +185,33 @@ inline void latency_tools() {
   std::string text = kairos::format_report(r);
   (void)text, (void)r.behind_at_end, (void)r.warmup_calls, (void)r.concurrency, (void)r.start_lag, (void)r.service;
 }
+
+// Coroutines (kairos/coro.hpp): awaiters any coroutine type can co_await.
+struct AnyCoroutine {
+  struct promise_type {
+    AnyCoroutine get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept {}
+  };
+};
+template <class Clock>
+AnyCoroutine coroutines(kairos::BasicScheduler<Clock>& s, typename Clock::time_point at, std::stop_token stop) {
+  co_await kairos::sleep_for(s, 1ms);
+  co_await kairos::sleep_for(s, 1ms, stop);
+  co_await kairos::sleep_until(s, at);
+  co_await kairos::sleep_until(s, at, stop);
+  kairos::ScheduledFuture<int> f = s.schedule([] { return 1; }, 1ms);
+  int v = co_await f;                             // lvalue
+  v += co_await s.schedule([] { return 2; }, 0ms);  // temporary
+  co_await s.submit([] {});                       // void
+  static_assert(std::is_same_v<decltype(kairos::sleep_for(s, 1ms)), kairos::SleepAwaiter<Clock>>);
+  static_assert(std::is_same_v<decltype(operator co_await(f)), kairos::FutureAwaiter<int>>);
+  (void)v;
+}
+template AnyCoroutine coroutines(kairos::Scheduler&, kairos::SteadyClock::time_point, std::stop_token);
+template AnyCoroutine coroutines(kairos::BasicScheduler<kairos::ManualClock>&, kairos::ManualClock::time_point,
+                                 std::stop_token);
 
 }  // namespace kairos_api_check

@@ -63,6 +63,9 @@ const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs t
                       (--w8-lazy: the Java peers as Netty's IdleStateHandler, a stored time and a
                       timeout that re-schedules itself). Re-arms/s, cost per re-arm, wrong or missed
                       timeouts, lateness, memory growth.
+  W9 loop-wakeup      (not in the default set) one thread submits 5,000 timeouts at random gaps (mean
+                      1 ms) with delays uniform in [100 us, 20 ms] into a loop that sleeps when idle:
+                      lateness, and for kairos-loop the wakes per submission.
 Lateness = start - (t0 + delay), t0 = steady_clock now just before the schedule call; negative is an
 early fire. Task bodies only store their start time into a preallocated slot. Percentiles are exact.
 
@@ -72,6 +75,8 @@ Systems:
   kairos-poll       W2, W6 only: poll mode, the workload's thread is the loop (polls every 64 calls)
   naive-stpe        one mutex, binary heap with indices, condition variable, leader/follower threads
   asio              Boost.Asio steady_timer on one io_context thread
+  kairos-loop       W9 only: poll mode on an epoll loop thread (timerfd at next_deadline(), the wake fd)
+  kairos-loop-nowake W9 only: the same loop without the wake fd (sleeps until the deadline it read)
   asio-inline       W2, W6 only: Boost.Asio timers on an io_context the workload's thread polls
   java-stpe-1, java-stpe-2, netty-wheel      Java's ScheduledThreadPoolExecutor (1, 2 threads) and
                     Netty's HashedWheelTimer, via perf/peers/java/LatHarness.java when javac exists
@@ -88,8 +93,8 @@ Examples:
   kairos-lat --from paced.hlog --svg plots         a percentile spectrum chart of any .hlog, .hgrm or
                                                    latency histogram JSON)";
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
-const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll",
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
+const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll", "kairos-loop", "kairos-loop-nowake",
                                               "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
 std::vector<std::string> split(const std::string& s) {
@@ -159,7 +164,7 @@ struct Cli {
   bool child = false;  // run exactly one (workload, system, sizes) and print its record
   bool check = false;
   std::vector<unsigned> w1_producers;
-  std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0;
+  std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0, w9_count = 0;
   double w8_seconds = 0;
   bool w8_no_rearm = false;
   bool w8_lazy = false;
@@ -187,6 +192,9 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     s.kind = Kind::kairos_poll;
     c.wait = "inline";
     c.threads = 0;
+  } else if (name == "kairos-loop" || name == "kairos-loop-nowake") {
+    s.kind = Kind::kairos_loop;
+    c.wait = name == "kairos-loop" ? "wake-fd" : "timerfd";
   } else if (name == "asio-inline") {
     s.kind = Kind::asio_inline;
     c.wait = "inline";
@@ -235,6 +243,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
     z.w6.tasks = 100'000;
     z.w7.tasks = 20'000;
     z.w8.duration_ns = 1'000'000'000;
+    z.w9.count = 1'000;
   }
   if (!cli.w1_producers.empty()) z.w1_producers = cli.w1_producers;
   if (cli.w1_calls) z.w1.calls_per_producer = cli.w1_calls;
@@ -244,6 +253,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
   if (!cli.w5_timers.empty()) z.w5_timers = cli.w5_timers;
   if (cli.w6_tasks) z.w6.tasks = cli.w6_tasks;
   if (cli.w7_tasks) z.w7.tasks = cli.w7_tasks;
+  if (cli.w9_count) z.w9.count = cli.w9_count;
   z.w8_rearm = !cli.w8_no_rearm;
   z.w8_lazy = cli.w8_lazy;
   if (cli.w8_seconds > 0) z.w8.duration_ns = static_cast<std::int64_t>(cli.w8_seconds * 1e9);
@@ -385,6 +395,7 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
   std::snprintf(w8s, sizeof w8s, "%.9g", static_cast<double>(z.w8.duration_ns) * 1e-9);
   a.insert(a.end(), {"--w8-seconds", w8s});
   if (!z.w8_rearm) a.push_back("--w8-no-rearm");
+  a.insert(a.end(), {"--w9-count", str(z.w9.count)});
   return a;
 }
 
@@ -485,6 +496,7 @@ int main(int argc, char** argv) {
   app.add_option("--w6-tasks", cli.w6_tasks, "W6 tasks (default 1,000,000)")->check(kPositive);
   app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(kPositive);
   app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(kPositive);
+  app.add_option("--w9-count", cli.w9_count, "W9 timeouts submitted (default 5,000)")->check(kPositive);
   app.add_flag("--w8-no-rearm", cli.w8_no_rearm, "W8 on kairos with cancel + schedule instead of rearm (the peers' way)");
   app.add_flag("--w8-lazy", cli.w8_lazy,
                "W8 on the Java peers the way Netty's IdleStateHandler does it: a message stores its time, "
@@ -553,11 +565,11 @@ int main(int argc, char** argv) {
     plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
     for (const auto& w : split(cli.workloads)) {
       if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), w) == kAllWorkloads.end())
-        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W8)");
+        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W9)");
       plan.workloads.push_back(w);
     }
     for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
-      bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll";  // sharded, threaded
+      bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll" && name.rfind("kairos-loop", 0) != 0;  // sharded, threaded
       if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
       for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
         for (bool warm : cli.warm_and_fresh ? std::vector<bool>{false, true} : std::vector<bool>{cli.warm}) {

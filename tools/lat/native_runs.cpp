@@ -12,6 +12,7 @@
 #include <peers/asio_inline_system.hpp>
 #include <peers/asio_system.hpp>
 #include <peers/naive_stpe_system.hpp>
+#include <workloads/kairos_loop_system.hpp>
 #include <workloads/kairos_poll_system.hpp>
 #include <workloads/kairos_system.hpp>
 
@@ -37,6 +38,7 @@ perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std
   if (w == "W7") return perf::run_w7(sys, c, z.w7);
   // W8: kairos re-arms in place; every peer cancels and schedules.
   if (w == "W8") return perf::run_w8(sys, c, z.w8, z.w8_rearm);
+  if (w == "W9") return perf::run_w9(sys, c, z.w9);
   throw std::invalid_argument("kairos-lat: unknown workload " + w);
   }
 }
@@ -71,6 +73,9 @@ bool applies(const SystemSpec& s, const std::string& workload) {
   // Inline systems (the workload's thread is their loop): what one thread's submit, cancel and
   // fire cost. The other workloads need a loop that waits or a second producer.
   if (s.kind == Kind::kairos_poll || s.kind == Kind::asio_inline) return workload == "W2" || workload == "W6";
+  // W9, a loop that sleeps woken by another thread: the loop systems and the threaded ones.
+  if (s.kind == Kind::kairos_loop) return workload == "W9";
+  if (workload == "W9") return s.kind == Kind::kairos || s.kind == Kind::naive_stpe || s.kind == Kind::asio;
   if (workload == "W8") return s.kind != Kind::kernel;
   return s.kind != Kind::kernel || workload == "W3";
 }
@@ -112,6 +117,7 @@ nlohmann::ordered_json run_native(const SystemSpec& s, const std::string& worklo
     case Kind::naive_stpe: r = run_on<perf::NaiveStpeSystem>(s, workload, sizes, progress); break;
     case Kind::asio: r = run_on<perf::AsioSystem>(s, workload, sizes, progress); break;
     case Kind::kairos_poll: r = run_on<perf::KairosPollSystem>(s, workload, sizes, progress); break;
+    case Kind::kairos_loop: r = run_on<perf::KairosLoopSystem>(s, workload, sizes, progress); break;
     case Kind::asio_inline: r = run_on<perf::AsioInlineSystem>(s, workload, sizes, progress); break;
     case Kind::kernel:
       if (workload != "W3") throw std::invalid_argument("kairos-lat: kernel-nanosleep runs W3 only");

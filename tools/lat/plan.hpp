@@ -14,10 +14,11 @@
 #include <workloads/w6_fire_throughput.hpp>
 #include <workloads/w7_fifo_burst.hpp>
 #include <workloads/w8_heartbeat.hpp>
+#include <workloads/w9_loop_wakeup.hpp>
 
 namespace kairos::lat {
 
-enum class Kind { kairos, kairos_poll, naive_stpe, asio, asio_inline, java, kernel };
+enum class Kind { kairos, kairos_poll, kairos_loop, naive_stpe, asio, asio_inline, java, kernel };
 
 struct SystemSpec {
   Kind kind;
@@ -40,6 +41,7 @@ struct WorkloadSizes {
   perf::W8Params w8;
   bool w8_rearm = true;  // kairos re-arms in place (false: cancel + schedule, as the peers)
   bool w8_lazy = false;  // the Java peers re-arm lazily, as Netty's IdleStateHandler (false: cancel + schedule)
+  perf::W9Params w9;
 };
 
 struct JavaSettings {
@@ -67,6 +69,7 @@ inline const char* workload_name(const std::string& id) {
   if (id == "W6") return "fire-throughput";
   if (id == "W7") return "fifo-burst";
   if (id == "W8") return "heartbeat";
+  if (id == "W9") return "loop-wakeup";
   return "";
 }
 

@@ -84,6 +84,15 @@ const std::vector<Column>& columns(const std::string& w) {
         {"lateness_p50_ns", "late p50", Unit::ns, Better::lower, false},
         {"lateness_p99_ns", "late p99", Unit::ns, Better::lower, false},
         {"rss_growth_bytes", "RSS growth", Unit::count, Better::lower, false}}},
+      {"W9",
+       {{"p50_ns", "p50", Unit::ns, Better::lower, true},
+        {"p90_ns", "p90", Unit::ns, Better::lower, false},
+        {"p99_ns", "p99", Unit::ns, Better::lower, true},
+        {"max_ns", "max", Unit::ns, Better::lower, false},
+        {"early_fires", "early", Unit::count, Better::lower, false},
+        {"missing", "missing", Unit::count, Better::lower, false},
+        {"earlier_than_pending", "earlier", Unit::count, Better::none, false},
+        {"wakes", "wakes", Unit::count, Better::none, false}}},
   };
   static const std::vector<Column> none;
   auto it = k.find(w);

@@ -28,6 +28,8 @@
 //               discard_oldest): whoever drops it later must not count it again.
 //     kWaiters  a thread sleeps on the futex: the completer must wake it.
 //     kMovedOut a move-only result was taken.
+//     kAwaited  a coroutine awaits the task (kairos/coro.hpp): whoever completes it resumes the
+//               coroutines registered for it (wake_awaiters, protocol AW in core/src/awaiters.cpp).
 // Callable: destroyed by whoever ends the task's runs, with no kairos lock held: the runner after
 //          a one-shot run (or a periodic task's last), the canceller that won from kPending or
 //          kOrphan. So captures are released as soon as the task can no longer run.
@@ -60,6 +62,7 @@ inline constexpr std::uint32_t kPin = 1u << 4;
 inline constexpr std::uint32_t kWaiters = 1u << 5;
 inline constexpr std::uint32_t kMovedOut = 1u << 6;
 inline constexpr std::uint32_t kRemoved = 1u << 7;
+inline constexpr std::uint32_t kAwaited = 1u << 8;
 
 constexpr bool is_terminal(std::uint32_t s) noexcept {
   s &= kStateMask;
@@ -86,6 +89,11 @@ inline constexpr std::uint64_t kNeverBit = std::uint64_t{1} << 63;
 inline constexpr std::uint32_t kNotInHeap = 0xFFFFFFFFu;
 
 struct TaskBase;
+// Resumes the coroutines awaiting t (kairos/coro.hpp); t is terminal and kAwaited. Called with no
+// kairos lock held: by transition() on a completed run, and for a cancellation by whoever lets go
+// of the task (cancel_task, drop_orphan, run_orphan, Shard::bury). Idempotent.
+void wake_awaiters(TaskBase* t) noexcept;
+
 struct TaskOps {
   bool (*invoke)(TaskBase*);                             // one run; false iff it threw (stored)
   void (*drop_callable)(TaskBase*) noexcept;             // destroys the callable if still live
@@ -120,8 +128,10 @@ inline void release(TaskBase* t) noexcept {
 }
 
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
-// terminal. acq_rel: the winner publishes the result (release) and sees earlier transitions.
-// From kPending it waits out a re-arm in progress (kRearming).
+// terminal, and resumes awaiting coroutines when it completes a run (kNormal, kExceptional: only
+// runners make those, with no kairos lock held; a kCancelled made under a shard's lock resumes
+// them where the task is let go of: see wake_awaiters). acq_rel: the winner publishes the result
+// (release) and sees earlier transitions. From kPending it waits out a re-arm in progress.
 inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   for (;;) {
@@ -134,6 +144,7 @@ inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexce
     std::uint32_t n = (s & ~kStateMask) | to;
     if (t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) {
       if (is_terminal(to) && (s & kWaiters)) futex_wake_all(&t->state);
+      if ((to == kNormal || to == kExceptional) && (s & kAwaited)) wake_awaiters(t);  // (AW3)
       return true;
     }
   }
