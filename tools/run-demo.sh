@@ -2,8 +2,9 @@
 # Builds kairos (Release) and runs the latency demo: W3 (one-shot lateness) and W1 (submit cost)
 # for kairos in hybrid mode beside naive-stpe, a mutex+heap+condition-variable scheduler built
 # the way Java's ScheduledThreadPoolExecutor is, and beside Java's own class (java-stpe-1) when a
-# JDK is present. About a minute; prints a table and the path of one SVG chart
-# (W3 lateness, build/demo/out/w3_lateness.svg; W1 has no chart).
+# JDK is present. About a minute; prints a table and the paths of three SVG charts in
+# build/demo/out: W3 lateness by system (w3_lateness.svg) and the percentile spectrum of each
+# workload (w3_spectrum.svg, w1_spectrum.svg: log axis on 1/(1-p)).
 #   bash tools/run-demo.sh            the demo
 #   bash tools/run-demo.sh --quick    the same, small sizes (a few seconds; what CI runs)
 # Other arguments go to kairos-lat. KAIROS_WITH_JAVA=0 leaves Java out.

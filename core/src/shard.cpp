@@ -141,11 +141,13 @@ TaskBase* Shard::settled_head() {
 // The key a task waiting in a runner's batch waits for now (mu_ held; its runner may start it
 // meanwhile, without mu_): the one it was filed at, or, for a task re-armed since, the newest one,
 // read while (L1)/(L2) hold off a re-arm and the runner's start. Nothing if it is no longer
-// pending. Other tasks' seq never changes once filed, and a periodic run moves the deadline
-// through atomic_ref (next_deadline), hence the atomic load.
+// pending. A periodic task's runner moves its deadline and its seq's never-bit when its run ends
+// (next_deadline, no lock), hence the atomic loads: a snapshot, which the caller's transition
+// out of kPending then confirms or refutes (a task that started meanwhile is not taken).
 std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
   if (!(t->flags & kRearmable))
-    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed), t->seq};
+    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed),
+               std::atomic_ref<std::uint64_t>(t->seq).load(std::memory_order_relaxed)};
   if (!lock_pending(t)) return std::nullopt;  // (L1)
   auto* r = static_cast<RearmBase*>(t);
   Key k{r->latest_deadline, r->latest_seq};
@@ -429,7 +431,9 @@ void Shard::next_deadline(TaskBase* t) noexcept {
   bool never = __builtin_add_overflow(t->flags & kFixedDelay ? engine_.now_ns() : t->deadline, p->period, &next);
   if (never) next = kMaxNs;
   // A first run due "never" can only have been a caller_runs one; the next has a real time.
-  t->seq = never ? (t->seq | kNeverBit) : (t->seq & ~kNeverBit);
+  // Relaxed atomic stores: lifecycle calls read both as a snapshot (newest_key) without the lock.
+  std::atomic_ref<std::uint64_t>(t->seq).store(never ? (t->seq | kNeverBit) : (t->seq & ~kNeverBit),
+                                               std::memory_order_relaxed);
   std::atomic_ref<std::int64_t>(t->deadline).store(next, std::memory_order_relaxed);
 }
 
