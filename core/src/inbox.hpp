@@ -51,14 +51,6 @@ class Inbox {
   // -- producers -----------------------------------------------------------------------------
   // (I1) seq_cst: FIFO (above) and the leader's half of the wait protocol (leader_wait.hpp).
   std::uint64_t take_seq() noexcept { return next_seq_.fetch_add(1, std::memory_order_seq_cst); }
-  // Capacity-bounded: takes a seq only while `ok(seq)` holds; false otherwise.
-  template <class Ok>
-  bool take_seq_if(std::uint64_t& seq, Ok&& ok) noexcept {
-    seq = next_seq_.load(std::memory_order_seq_cst);
-    while (ok(seq))
-      if (next_seq_.compare_exchange_weak(seq, seq + 1, std::memory_order_seq_cst)) return true;  // (I1)
-    return false;
-  }
   // (I2) release inside moodycamel: publishes t's fields; pairs with the dequeue (I3).
   bool push(TaskBase* t) noexcept {
     try {
@@ -142,10 +134,12 @@ class Inbox {
   // need (a submission that returned before the call is taken into account by it).
   template <class Accept, class Request>
   void drain_through(std::uint64_t counted, std::uint64_t seq_bound, Accept&& accept, Request&& request) {
-    // Wide passes: a pass confirms only if it comes back short, and under producers nearly as
-    // fast as this drain a 256-item pass rarely does; a 4,096-item one does.
+    // First an ordinary drain (the common case: it takes everything in). Then wide passes: a pass
+    // confirms only if it comes back short, and under producers nearly as fast as this drain a
+    // 256-item pass rarely does; a 4,096-item one does.
     for (int i = 0;; ++i) {
-      drain(accept, request, kMaxPasses / 8, kWideChunk);
+      if (i == 0) drain(accept, request);
+      else drain(accept, request, kMaxPasses / 8, kWideChunk);
       if (drained() >= std::min(counted, submitted()) && !holds_unconfirmed_before(seq_bound)) return;
       if (refused_) return;  // the timer queue cannot take them in: memory is short
       if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue

@@ -62,19 +62,14 @@ class Shard {
   // ends, counts for a moment. With one: admitted_, which re-arms never touch, so that the
   // capacity check counts what is pending and nothing in flight.
   std::int64_t pending() const noexcept {
-    std::uint64_t in = engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)
-                                                 : inbox_.seqs_taken() - inbox_.abandoned();
-    // (CN2) acquire, pairs with (CN1) in add_out and the canceller's count: a task counted out
-    // is seen gone, with what its leaving published.
-    return static_cast<std::int64_t>(in - removes_requested_.load(std::memory_order_acquire)) -
-           out_.load(std::memory_order_acquire);
+    return pending_of(engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)
+                                                : inbox_.seqs_taken() - inbox_.abandoned());
   }
   // Options::capacity: counts one more pending task unless `cap` are pending already.
   bool try_admit(std::size_t cap) noexcept {
     std::uint64_t a = admitted_.load(std::memory_order_acquire);
     for (;;) {
-      std::int64_t p = static_cast<std::int64_t>(a - removes_requested_.load(std::memory_order_acquire)) -
-                       out_.load(std::memory_order_acquire);  // (CN2)
+      std::int64_t p = pending_of(a);
       if (p >= 0 && static_cast<std::uint64_t>(p) >= cap) return false;
       // (CN3) acq_rel: admissions are one total order, so two producers cannot both take the
       // last place.
@@ -204,6 +199,13 @@ class Shard {
   }
   void unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave);
   static void bury(std::vector<TaskBase*>& grave) noexcept;
+  // `in` tasks counted in, less cancels and departures. (CN2) acquire, pairs with (CN1) in
+  // add_out and the canceller's count: a task counted out is seen gone, with what its leaving
+  // published.
+  std::int64_t pending_of(std::uint64_t in) const noexcept {
+    return static_cast<std::int64_t>(in - removes_requested_.load(std::memory_order_acquire)) -
+           out_.load(std::memory_order_acquire);
+  }
   // (CN1) release: pairs with (CN2): a producer that sees this count sees the task gone.
   void add_out(std::int64_t d) noexcept { out_.fetch_add(d, std::memory_order_release); }
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu_ held: one writer

@@ -52,9 +52,8 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
     }
   } give_back{polling_};
   for (bool first = true;; first = false) {
-    drain();  // the common case: one drain takes in everything (a pass came back short)
-    if (first && (inbox_.drained() < std::min(counted, inbox_.submitted()) || inbox_.holds_unconfirmed_before(seq_bound)))
-      drain_through(counted, seq_bound);
+    if (first) drain_through(counted, seq_bound);
+    else drain();
     if (must_exit()) {  // finished after a shutdown: the poller retires like a last thread
       --threads_alive_;
       settle_after_exit();

@@ -147,14 +147,5 @@ TEST(Inbox, ARefusedAcceptKeepsTheRestInOrderForTheNextDrain) {
   EXPECT_FALSE(inbox.accept_refused());
 }
 
-TEST(Inbox, CapacityBoundedSeqsStopAtTheBound) {
-  Inbox inbox;
-  std::uint64_t seq = 0;
-  int taken = 0;
-  while (inbox.take_seq_if(seq, [](std::uint64_t s) { return s < 5; })) ++taken;
-  EXPECT_EQ(taken, 5);
-  EXPECT_EQ(inbox.seqs_taken(), 5u);
-}
-
 }  // namespace
 }  // namespace kairos::detail
