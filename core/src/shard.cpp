@@ -73,7 +73,8 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
   auto* r = static_cast<RearmBase*>(t);
   std::uint64_t seq = inbox_.take_seq();  // (I1)
   std::atomic_ref<std::int64_t>(r->latest_deadline).store(never ? kMaxNs : deadline, std::memory_order_relaxed);
-  r->latest_seq = seq | (never ? kNeverBit : 0);
+  r->latest_seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
+  r->latest_never = never;
   // Filed later than the new deadline: the leader must move it now (never late). Filed earlier:
   // nothing to send; when the filed deadline comes, the leader re-files it (never early).
   std::int64_t filed = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
@@ -141,16 +142,16 @@ TaskBase* Shard::settled_head() {
 // The key a task waiting in a runner's batch waits for now (mu_ held; its runner may start it
 // meanwhile, without mu_): the one it was filed at, or, for a task re-armed since, the newest one,
 // read while (L1)/(L2) hold off a re-arm and the runner's start. Nothing if it is no longer
-// pending. A periodic task's runner moves its deadline and its seq's never-bit when its run ends
+// pending. A periodic task's runner moves its deadline and its never byte when its run ends
 // (next_deadline, no lock), hence the atomic loads: a snapshot, which the caller's transition
 // out of kPending then confirms or refutes (a task that started meanwhile is not taken).
 std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
   if (!(t->flags & kRearmable))
-    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed),
-               std::atomic_ref<std::uint64_t>(t->seq).load(std::memory_order_relaxed)};
+    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed), t->seq,
+               std::atomic_ref<std::uint8_t>(t->never).load(std::memory_order_relaxed) != 0};
   if (!lock_pending(t)) return std::nullopt;  // (L1)
   auto* r = static_cast<RearmBase*>(t);
-  Key k{r->latest_deadline, r->latest_seq};
+  Key k{r->latest_deadline, r->latest_seq, r->latest_never != 0};
   unlock_pending(t);  // (L2)
   return k;
 }
@@ -432,8 +433,7 @@ void Shard::next_deadline(TaskBase* t) noexcept {
   if (never) next = kMaxNs;
   // A first run due "never" can only have been a caller_runs one; the next has a real time.
   // Relaxed atomic stores: lifecycle calls read both as a snapshot (newest_key) without the lock.
-  std::atomic_ref<std::uint64_t>(t->seq).store(never ? (t->seq | kNeverBit) : (t->seq & ~kNeverBit),
-                                               std::memory_order_relaxed);
+  std::atomic_ref<std::uint8_t>(t->never).store(never ? 1 : 0, std::memory_order_relaxed);
   std::atomic_ref<std::int64_t>(t->deadline).store(next, std::memory_order_relaxed);
 }
 
@@ -575,7 +575,7 @@ bool Shard::allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept
   if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;
   if (!(t->flags & kRearmable)) return is_due(t, now);
   std::optional<Key> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
-  return k ? (k->deadline <= now && !(k->seq & kNeverBit)) : is_due(t, now);
+  return k ? (k->deadline <= now && !k->never) : is_due(t, now);
 }
 
 // ---- dropping ---------------------------------------------------------------------------------
@@ -645,7 +645,7 @@ bool Shard::make_room() {
   bool made = false;
   while (!made) {
     TaskBase* oldest = settled_head();
-    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq};
+    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq, oldest->never_due()};
     bool in_batch = false;
     for (auto& staged : staged_)
       for (TaskBase* t : staged) {

@@ -122,7 +122,7 @@ std::int64_t Shard::effective_earliest() {
     for (TaskBase* t : staged) {
       if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;
       std::optional<Key> k = newest_key(t);
-      if (k && !(k->seq & kNeverBit)) d = std::min(d, k->deadline);
+      if (k && !k->never) d = std::min(d, k->deadline);
     }
   return d;
 }

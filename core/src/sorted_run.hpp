@@ -44,7 +44,7 @@ class SortedRun {
     if (live_ - 1 >= kMaxLive - 1) [[unlikely]]  // one comparison for both bounds
       return live_ == 0;
     if (t->deadline != back_deadline_) return t->deadline > back_deadline_;
-    return t->seq > back_seq_;
+    return seq_before(back_seq_, t->seq);
   }
 
   // True if an earlier later_at_back() that gave up showed that t sorts before more than `max`
@@ -175,7 +175,7 @@ class SortedRun {
       const TaskBase* t = ring_[slot(p)];
       if (t == nullptr) continue;
       if (t->heap_index != (kTag | static_cast<std::uint32_t>(p & kPositionMask))) return false;
-      if (prev != nullptr && (t->deadline < prev->deadline || (t->deadline == prev->deadline && t->seq < prev->seq)))
+      if (prev != nullptr && filed_before(t, prev))
         return false;
       prev = t;
       ++n;
@@ -187,8 +187,9 @@ class SortedRun {
   }
 
  private:
-  static bool before(std::int64_t ad, std::uint64_t as, std::int64_t bd, std::uint64_t bs) noexcept {
-    return ad != bd ? ad < bd : as < bs;
+  // Never-due tasks take the heap (timer_queue.hpp), so every key here is a due one.
+  static bool before(std::int64_t ad, std::uint32_t as, std::int64_t bd, std::uint32_t bs) noexcept {
+    return key_before(ad, false, as, bd, false, bs);
   }
 
   std::size_t slot(std::uint64_t position) const noexcept {
@@ -251,10 +252,10 @@ class SortedRun {
   std::uint64_t tail_ = 0;       // position the next append takes
   std::size_t live_ = 0;
   std::int64_t back_deadline_ = 0;  // key of the back (unless empty)
-  std::uint64_t back_seq_ = 0;
+  std::uint32_t back_seq_ = 0;
   bool refused_below_ = false;  // later_at_back(): keys before this one are refused (run unchanged)
   std::int64_t refused_deadline_ = 0;
-  std::uint64_t refused_seq_ = 0;
+  std::uint32_t refused_seq_ = 0;
 };
 
 }  // namespace kairos::detail

@@ -2,6 +2,7 @@
 // run or drop of a task that shutdown_now() returned (kairos::Task). See detail/task.hpp for the
 // state machine and who destroys the callable.
 #include <cstdio>
+#include <exception>
 
 #include <kairos/detail/scheduler_core.hpp>
 
@@ -90,6 +91,12 @@ void report_uncaught(const std::function<void(std::exception_ptr)>& handler, std
   } catch (...) {
     std::fprintf(stderr, "kairos: uncaught exception of a non-std type in a task\n");
   }
+}
+
+void too_many_references() noexcept {
+  std::fprintf(stderr, "kairos: more than %u references to one task (copies of one ScheduledFuture)\n",
+               static_cast<unsigned>(kMaxRefs));
+  std::terminate();
 }
 
 }  // namespace kairos::detail

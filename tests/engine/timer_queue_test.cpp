@@ -140,7 +140,7 @@ TEST(TimerQueue, ATaskBeforeMoreThanFourAtTheBackTakesTheHeap) {
 TEST(TimerQueue, ATaskNeverDueTakesTheHeap) {
   auto nodes = make_nodes(2);
   TimerQueue q;
-  nodes[0]->deadline = kMaxNs; nodes[0]->seq = kNeverBit | 0;
+  nodes[0]->deadline = kMaxNs; nodes[0]->seq = 0; nodes[0]->never = 1;
   nodes[1]->deadline = 5;      nodes[1]->seq = 1;
   q.push(nodes[0].get());
   q.push(nodes[1].get());

@@ -64,6 +64,8 @@ const std::vector<Column>& columns(const std::string& w) {
         {"pending_at_end", "after cancel", Unit::count, Better::none, false}}},
       {"W6",
        {{"tasks_per_s", "tasks/s", Unit::rate, Better::higher, true},
+        {"schedule0_tasks_per_s", "schedule(f,0)/s", Unit::rate, Better::higher, true},
+        {"submit_tasks_per_s", "submit(f)/s", Unit::rate, Better::higher, false},
         {"submits_per_s", "submits/s", Unit::rate, Better::higher, false},
         {"missing", "missing", Unit::count, Better::lower, false}}},
       {"W7",
