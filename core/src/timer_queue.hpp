@@ -21,8 +21,12 @@
 //          Two classes interleaved from the first task settle after one step (the first 10 s
 //          task joins the 100 ms run, the next 100 ms task opens a second run, and from then on
 //          each class's back is the only one its tasks fit best), three likewise in three runs.
-// Cost:    push: one comparison with each run's back (kept in the run: no node read) and the
-//          heap only at rule 4, O(1) otherwise. top(): one comparison, the run with the earliest
+//          A key of no class (a random delay) that fits after a class's back tops that run, and
+//          the class's next tasks take another run or, when none is free, rule 3 moves the
+//          stray key to the heap: random keys cost places in the runs, never order.
+// Cost:    push: one comparison with each run's back (kept in the run: no node read), O(1) at
+//          rules 1 and 2; rule 3 reads at most a few nodes at one run's back and moves at most
+//          kMaxMoved tasks to the heap (each task at most once); rule 4 is the heap's O(log n). top(): one comparison, the run with the earliest
 //          head kept in first_. pop from a run: O(1), first_ found again among the runs' heads
 //          (kRuns - 1 comparisons). erase: O(1) in a run (its id is in the task's heap_index),
 //          O(log n) in the heap.
