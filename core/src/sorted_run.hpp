@@ -13,9 +13,10 @@
 //          (nullptr) that pops skip. Holes are squeezed out when the ring is full and at least
 //          half of it is holes, so the ring holds at most about twice the peak of live tasks and
 //          each hole costs O(1) amortised.
-// Memory:  the ring grows only in try_append(), and a ring that cannot grow refuses the task
-//          (false, nothing changed): the caller files it elsewhere (the timer queue's heap, whose
-//          capacity was reserved), so an append never throws and never needs memory it may not get.
+// Memory:  the ring grows only on an append; try_append() on a ring that cannot grow refuses the
+//          task (false, nothing changed) and the caller files it elsewhere (the timer queue: its
+//          heap, whose capacity was reserved), so the timer queue never needs memory it may not
+//          get. (append() throws std::bad_alloc instead; tests use it.)
 #pragma once
 #include <cstdint>
 
