@@ -174,7 +174,8 @@ TEST(SubmitClock, NeverEarlyWhileTheKernelSlewsTheClock) {
     const std::int64_t until = steady_now_ns() + 300'000'000;
     std::uint64_t seed = 10;
     while (steady_now_ns() < until) {
-      Counts c = submit_and_count(s, 500, ++seed, /*paced=*/seed % 2 == 0);
+      ++seed;
+      Counts c = submit_and_count(s, 500, seed, /*paced=*/seed % 2 == 0);
       tasks += c.tasks;
       early += c.early;
       for (int i = 0; i < 10'000; ++i, ++calls) {
