@@ -31,9 +31,12 @@
 //    M - f(T) <= the anchor's gap; the slope's excess over the slowest allowed rate over at most
 //    W; rounding): 256.5 + 128 + 3, under 390 ns, whatever the delay (the delay is added in
 //    nanoseconds afterwards).
-//  - Any other call (no record yet, t outside the window, a writer mid-update) takes an anchor
-//    itself and answers max(its M, the record's U at its tick, or the record's cap = U(T + W) if
-//    the window is behind it, or the record's floor if the record is newer than its tick).
+//  - Any other call (no record yet, t outside the window, a writer mid-update) reads the counter
+//    and the clock itself and answers max(its clock read, the record's U at its tick, or the
+//    record's cap = U(T + W) if the window is behind it, or the record's floor if the record is
+//    newer than its tick). It refreshes the record (an anchor, a CAS, seven stores) only if
+//    misses come often (two within kDenseNs): a thread submitting every 100 us pays one clock
+//    read, one counter read and one store, not a refresh that would never serve it.
 //  - Monotone: a new record is published only when the clock has passed the previous record's
 //    cap (the largest value it can give): floor = previous cap <= M. So of two calls ordered
 //    by happens-before, the later one never gets an earlier "now": equal delays submitted in
@@ -106,6 +109,7 @@ class TscClock {
   static constexpr std::uint64_t kBootstrapGapTicks = 2'048;  // before r is known
   static constexpr std::int64_t kMinBaselineNs = 50'000'000;  // r's baseline, at least
   static constexpr std::int64_t kRollNs = 500'000'000;        // ... and at most about twice that
+  static constexpr std::int64_t kDenseNs = 4 * kWindowNs;     // misses this close refresh the record
   // B above: the most a value exceeds CLOCK_MONOTONIC at the call (or a read right after it).
   static constexpr std::int64_t kLateBoundNs =
       kMaxGapNs + (kMaxGapNs >> kMarginShift) + 1 + 2 * (kWindowNs >> kMarginShift) + 3;
@@ -153,6 +157,8 @@ class TscClock {
     }
   }
   Source& source() noexcept { return src_; }
+  // How many times a writer went in (tests: which calls write).
+  std::uint64_t writes() const noexcept { return seq_.load(std::memory_order_acquire) / 2; }
 
  private:
   struct Record {
@@ -203,7 +209,6 @@ class TscClock {
   [[gnu::noinline]] std::int64_t slow() noexcept {
     const std::uint64_t t1 = src_.ticks();
     const std::int64_t m = src_.mono();
-    const std::uint64_t t2 = src_.ticks();
     Record r;
     const std::uint64_t s = read_record(r);
     std::int64_t v = m;
@@ -216,9 +221,19 @@ class TscClock {
       v = std::max(v, r.cap);
       expired = true;
     }
-    // Refresh only when the record is behind us and the clock has passed its cap (monotone),
-    // or to calibrate, or to finish a switch to clock reads. One writer; the rest go on.
-    if ((expired && m >= r.cap) || (t2 < r.tick && m >= r.cap)) {
+    // Write only when it serves: while there is no window (calibrating, or finishing a switch
+    // to clock reads); to refresh an expired record once the clock has passed its cap
+    // (monotone), and only for calls that come often (a miss within kDenseNs of the previous
+    // one: a thread submitting less often than that pays a clock read and one store, and the
+    // refresh would not serve it); or when the counter looks reset. One writer; the rest go on.
+    bool write = r.window == 0;
+    if (!write && expired && m >= r.cap) {
+      write = m - last_miss_ns_.load(std::memory_order_relaxed) < kDenseNs;
+      last_miss_ns_.store(m, std::memory_order_relaxed);  // a hint: publishes nothing
+    }
+    if (!write && t1 < r.tick && m >= r.cap) write = true;
+    if (write) {
+      const std::uint64_t t2 = src_.ticks();
       if (try_lock(s)) {
         write_locked(r, t1, m, t2);
         seq_.store(s + 2, std::memory_order_release);  // TC1
@@ -328,6 +343,8 @@ class TscClock {
   std::atomic<std::uint64_t> window_{0};   // 0: no window (not calibrated, or dead)
   std::atomic<std::int64_t> cap_{LLONG_MIN};    // the largest value this record gives
   std::atomic<std::int64_t> floor_{LLONG_MIN};  // the previous record's cap
+  // -- any slow call: the clock value of the latest miss of an expired record (relaxed hint) ---
+  alignas(64) std::atomic<std::int64_t> last_miss_ns_{LLONG_MIN / 2};
   // -- the writer holding seq_ odd only --------------------------------------------------------
   alignas(64) double rate_ = 0;  // ns per tick; 0: not measured yet
   bool have_base_ = false, have_next_ = false, dead_ = false;

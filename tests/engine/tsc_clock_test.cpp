@@ -226,6 +226,28 @@ TEST(TscClock, LooseAnchorsAreNotUsed) {
   EXPECT_FALSE(c.calibrated());
 }
 
+// A record is refreshed only for misses that come often: calls far apart read the clock and
+// write nothing; two close ones refresh it, and the next calls are answered from the record.
+TEST(TscClock, OnlyCloseMissesRefreshTheRecord) {
+  FakeTime time;
+  FakeClock c(FakeTicks{&time});
+  calibrate(c, time);
+  const std::uint64_t w = c.writes();
+  for (int i = 0; i < 100; ++i) {
+    time.pass_ns(FakeClock::kDenseNs + 1'000);
+    const std::int64_t before = time.f(time.tick);
+    EXPECT_GE(c.now(), before);
+  }
+  EXPECT_EQ(c.writes(), w) << "sparse calls do not write";
+  time.pass_ns(FakeClock::kWindowNs);
+  c.now();
+  c.now();
+  EXPECT_EQ(c.writes(), w + 1) << "the second close miss refreshes";
+  const std::uint64_t refreshed = c.writes();
+  for (int i = 0; i < 100; ++i) c.now();
+  EXPECT_EQ(c.writes(), refreshed) << "then the record answers";
+}
+
 // The test seam: disable() is a runaway detection on demand.
 TEST(TscClock, DisableKeepsTheOrderAndEndsInClockReads) {
   FakeTime time;
