@@ -110,6 +110,7 @@ class TscClock {
   static constexpr std::int64_t kMinBaselineNs = 50'000'000;  // r's baseline, at least
   static constexpr std::int64_t kRollNs = 500'000'000;        // ... and at most about twice that
   static constexpr std::int64_t kDenseNs = 4 * kWindowNs;     // misses this close refresh the record
+  static constexpr std::int64_t kGiveUpNs = 2'000'000'000;    // no rate by then: clock reads
   // B above: the most a value exceeds CLOCK_MONOTONIC at the call (or a read right after it).
   static constexpr std::int64_t kLateBoundNs =
       kMaxGapNs + (kMaxGapNs >> kMarginShift) + 1 + 2 * (kWindowNs >> kMarginShift) + 3;
@@ -270,7 +271,14 @@ class TscClock {
       }
     }
     calibrate(t1, m, gap);
-    if (rate_ <= 0) return;
+    if (rate_ <= 0) {
+      // No rate after kGiveUpNs (every anchor loose: clock reads slower than the counter path
+      // can use, e.g. under an instruction-level emulator): clock reads from now on. Nothing
+      // was published, so every earlier answer was a clock read: the order holds.
+      if (first_write_ns_ == 0) first_write_ns_ = m;
+      else if (m - first_write_ns_ > kGiveUpNs) mode_.store(kClock, std::memory_order_release);  // TC4
+      return;
+    }
     if (static_cast<double>(gap) * rate_ > static_cast<double>(kMaxGapNs)) return;  // a loose anchor
     const double mult = rate_ * (1.0 + 1.0 / (1 << kMarginShift)) * 4294967296.0;
     const double win = static_cast<double>(kWindowNs) / rate_;
@@ -349,7 +357,7 @@ class TscClock {
   alignas(64) double rate_ = 0;  // ns per tick; 0: not measured yet
   bool have_base_ = false, have_next_ = false, dead_ = false;
   std::uint64_t base_tick_ = 0, next_tick_ = 0;
-  std::int64_t base_ns_ = 0, next_ns_ = 0, dead_cap_ = 0;
+  std::int64_t base_ns_ = 0, next_ns_ = 0, dead_cap_ = 0, first_write_ns_ = 0;
   Source src_{};
 };
 

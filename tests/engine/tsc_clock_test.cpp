@@ -212,7 +212,7 @@ TEST(TscClock, ACounterThatJumpsBackSwitchesToClockReads) {
 }
 
 // Anchors whose two counter reads are far apart (a preemption around clock_gettime) are not
-// used: nothing is published from them.
+// used: nothing is published from them; with no rate after kGiveUpNs, clock reads for good.
 TEST(TscClock, LooseAnchorsAreNotUsed) {
   FakeTime time;
   time.mono_extra = 3'000;  // 1 us between the counter reads around every clock read
@@ -224,6 +224,14 @@ TEST(TscClock, LooseAnchorsAreNotUsed) {
     EXPECT_GE(v, before);
   }
   EXPECT_FALSE(c.calibrated());
+  EXPECT_EQ(c.mode(), FakeClock::kTsc) << "still trying after 0.2 s";
+  for (int i = 0; i < 1000; ++i) {
+    time.pass_ns(3'000'000);
+    const std::int64_t before = time.f(time.tick);
+    EXPECT_GE(c.now(), before);
+  }
+  EXPECT_FALSE(c.calibrated());
+  EXPECT_EQ(c.mode(), FakeClock::kClock) << "gave up after kGiveUpNs";
 }
 
 // A record is refreshed only for misses that come often: calls far apart read the clock and
