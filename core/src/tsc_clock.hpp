@@ -41,6 +41,8 @@
 //    cap (the largest value it can give): floor = previous cap <= M. So of two calls ordered
 //    by happens-before, the later one never gets an earlier "now": equal delays submitted in
 //    that order keep their order, as with clock_gettime.
+//  - No rate within kGiveUpNs of the first try (every anchor loose: an emulator, a clock read
+//    slower than the counter path can use): clock reads for good (nothing was published).
 //  - A runaway rate (a slew faster than the margin: adjtimex ADJ_TICK, a large PLL offset) is
 //    caught at the next refresh: if the previous record, extended to the new anchor, ran below
 //    the clock, the process stops using the counter (publishes a record with no window whose
@@ -125,8 +127,8 @@ class TscClock {
   // An upper bound of CLOCK_MONOTONIC at the call, by at most kLateBoundNs; never less than a
   // value an earlier call (by happens-before) returned. Any thread.
   std::int64_t now() noexcept {
-    if (mode_.load(std::memory_order_acquire) != kTsc) [[unlikely]]  // TC5, pairs with TC4
-      return now_not_tsc();
+    if (const int mode = mode_.load(std::memory_order_acquire); mode != kTsc) [[unlikely]]  // TC5, pairs with TC4
+      return mode == kClock ? src_.mono() : now_not_tsc();
     const std::uint64_t t = src_.ticks();
     const std::uint64_t s = seq_.load(std::memory_order_acquire);  // TC3, pairs with TC1
     const std::uint64_t at = tick_.load(std::memory_order_acquire);  // these pair with TC2
