@@ -6,7 +6,8 @@
 //
 // Where: only on x86-64, where the kernel's clocksource is "tsc" (it then checked the counter
 // constant and synchronised across CPUs) and the CPU reports an invariant TSC (CPUID
-// 0x80000007 EDX bit 8), for the steady clock (a ManualClock scheduler never comes here).
+// 0x80000007 EDX bit 8) and rdtscp, for the steady clock (a ManualClock scheduler never comes
+// here).
 // Elsewhere now() is steady_now_ns(), as before.
 //
 // The argument. Let f(t) be CLOCK_MONOTONIC as a function of the counter: with clocksource tsc
@@ -35,8 +36,8 @@
 //    and the clock itself and answers max(its clock read, the record's U at its tick, or the
 //    record's cap = U(T + W) if the window is behind it, or the record's floor if the record is
 //    newer than its tick). It refreshes the record (an anchor, a CAS, seven stores) only if
-//    misses come often (two within kDenseNs): a thread submitting every 100 us pays one clock
-//    read, one counter read and one store, not a refresh that would never serve it.
+//    misses come often (two within kDenseNs = 131 us): a thread submitting once a millisecond
+//    pays one clock read, one counter read and one store, not a refresh that would not serve it.
 //  - Monotone: a new record is published only when the clock has passed the previous record's
 //    cap (the largest value it can give): floor = previous cap <= M. So of two calls ordered
 //    by happens-before, the later one never gets an earlier "now": equal delays submitted in
