@@ -105,7 +105,8 @@ struct Layout {
   std::int64_t sub_bucket_half_count = 0;
   Layout(std::int64_t lowest, int digits) {
     if (lowest < 1) fail("lowestDiscernibleValue must be >= 1, got " + std::to_string(lowest));
-    if (digits < 0 || digits > 5) fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
+    if (digits < 0 || digits > 5)
+      fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
     unit_magnitude = static_cast<unsigned>(std::bit_width(static_cast<std::uint64_t>(lowest)) - 1);
     std::int64_t single_unit = 2;
     for (int k = 0; k < digits; ++k) single_unit *= 10;
@@ -255,7 +256,8 @@ void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
     if ((detail::be32(plain.data()) & ~0xf0u) == (kV2Cookie & ~0xf0u)) {
       const std::uint64_t announced = detail::be32(plain.data() + 4);
       std::int64_t lowest = 0;
-      for (std::size_t k = 0; k < 8; ++k) lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
+      for (std::size_t k = 0; k < 8; ++k)
+        lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
       const std::uint32_t digits = detail::be32(plain.data() + 12);
       if (digits > 5) detail::fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
       const detail::Layout layout(lowest, static_cast<int>(digits));
@@ -531,7 +533,8 @@ void write_hgrm(std::ostream& out, const LatencyHistogram& h, double value_unit_
     };
     double p = 0;
     while (true) {
-      const std::uint64_t rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(p / 100.0 * n - 1e-9)));
+      const std::uint64_t rank =
+          std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(p / 100.0 * n - 1e-9)));
       bucket_for(rank);
       const double value =
           static_cast<double>(std::min(LatencyHistogram::highest_equivalent(index), h.max())) / value_unit_ratio;
