@@ -23,6 +23,7 @@ using kairos::Duration;
 using kairos::ManualClock;
 using kairos_test::Gate;
 using kairos_test::kPatience;
+using kairos_test::Manual;
 using kairos_test::ManualScheduler;
 using kairos_test::Recorder;
 using kairos_test::single_thread;
@@ -30,31 +31,26 @@ using kairos_test::single_thread;
 // ---- deadlines on a ManualClock --------------------------------------------------------
 
 TEST(Schedule, NeverStartsBeforeItsDeadline) {
-  ManualClock clock;
   std::atomic<int> a_runs{0}, b_runs{0};
   std::atomic<std::int64_t> a_start{-1}, b_start{-1};
-  ManualScheduler s(single_thread(), clock);
-  auto a = s.schedule([&] { a_start = kairos_test::ns(clock.now()); ++a_runs; }, 10ms);
-  auto b = s.schedule_at([&] { b_start = kairos_test::ns(clock.now()); ++b_runs; },
+  Manual s;
+  auto a = s.schedule([&] { a_start = kairos_test::ns(s.clock.now()); ++a_runs; }, 10ms);
+  auto b = s.schedule_at([&] { b_start = kairos_test::ns(s.clock.now()); ++b_runs; },
                          ManualClock::time_point(25ms));
 
-  clock.advance(10ms - 1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms - 1ns);
   EXPECT_EQ(a_runs, 0);
   EXPECT_FALSE(a.is_done());
 
-  clock.advance(1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ns);
   EXPECT_EQ(a_runs, 1);
   EXPECT_EQ(a_start, std::chrono::nanoseconds(10ms).count());
   EXPECT_TRUE(a.is_done());
   EXPECT_EQ(b_runs, 0);
 
-  clock.advance(15ms - 1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(15ms - 1ns);
   EXPECT_EQ(b_runs, 0);
-  clock.advance(1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ns);
   EXPECT_EQ(b_runs, 1);
   EXPECT_EQ(b_start, std::chrono::nanoseconds(25ms).count());
 }
@@ -62,22 +58,20 @@ TEST(Schedule, NeverStartsBeforeItsDeadline) {
 // Many deadlines, time moved in uneven steps: after each step exactly the due tasks have run.
 TEST(Schedule, RunsExactlyTheDueTasksAfterEachAdvance) {
   constexpr int kTasks = 400;
-  ManualClock clock;
   std::vector<std::int64_t> deadline(kTasks);
   std::vector<std::atomic<std::int64_t>> started(kTasks);
   for (auto& x : started) x = -1;
   std::mt19937_64 rng(12345);
   std::uniform_int_distribution<std::int64_t> pick(1, 1'000'000);  // up to 1 ms, in ns
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   for (int i = 0; i < kTasks; ++i) {
     deadline[i] = pick(rng);
-    s.schedule([&, i] { started[i] = kairos_test::ns(clock.now()); }, Duration(deadline[i]));
+    s.schedule([&, i] { started[i] = kairos_test::ns(s.clock.now()); }, Duration(deadline[i]));
   }
   std::uniform_int_distribution<std::int64_t> step(1, 90'000);
-  while (kairos_test::ns(clock.now()) <= 1'000'000) {
-    clock.advance(Duration(step(rng)));
-    ASSERT_TRUE(s.wait_idle(kPatience));
-    std::int64_t now = kairos_test::ns(clock.now());
+  while (kairos_test::ns(s.clock.now()) <= 1'000'000) {
+    s.step(Duration(step(rng)));
+    std::int64_t now = kairos_test::ns(s.clock.now());
     for (int i = 0; i < kTasks; ++i) {
       if (deadline[i] <= now) {
         ASSERT_GE(started[i], deadline[i]) << "task " << i << " missing or early at now=" << now;
@@ -92,9 +86,8 @@ TEST(Schedule, RunsExactlyTheDueTasksAfterEachAdvance) {
 // ---- negative, huge and fractional delays ---------------------------------------------
 
 TEST(Schedule, NegativeDelayRunsAtOnce) {
-  ManualClock clock;
-  clock.advance(1h);
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
+  s.clock.advance(1h);
   auto a = s.schedule([] { return 1; }, -5ms);
   auto b = s.schedule([] { return 2; }, Duration::min());
   auto c = s.schedule([] { return 3; }, std::chrono::hours::min());
@@ -153,17 +146,15 @@ TEST(Schedule, HugeDelaysNeitherOverflowNorDisturbOrder) {
 }
 
 TEST(Schedule, HugePeriodsRunOnceThenNeverAgain) {
-  ManualClock clock;
-  clock.advance(1h);
   std::atomic<int> rate_runs{0}, delay_runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
+  s.clock.advance(1h);
   auto rate = s.schedule_at_fixed_rate([&] { ++rate_runs; }, 0ms, Duration::max());
   auto fixed = s.schedule_with_fixed_delay([&] { ++delay_runs; }, 0ms, std::chrono::hours::max());
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(rate_runs, 1);
   EXPECT_EQ(delay_runs, 1);
-  clock.advance(std::chrono::hours(24 * 365 * 100));
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(std::chrono::hours(24 * 365 * 100));
   EXPECT_EQ(rate_runs, 1);
   EXPECT_EQ(delay_runs, 1);
   EXPECT_EQ(s.queue_size(), 2u);
@@ -190,9 +181,8 @@ TEST(Schedule, HugeDelaysOnTheSteadyClock) {
 }
 
 TEST(Schedule, FractionalDelaysRoundUpToTheNextNanosecond) {
-  ManualClock clock;
   std::atomic<int> tenth{0}, one_and_half{0}, four_thirds{0}, three_thirds{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto a = s.schedule([&] { ++tenth; }, std::chrono::duration<double, std::micro>(0.0001));
   auto b = s.schedule([&] { ++one_and_half; }, std::chrono::duration<double, std::nano>(1.5));
   using third_ns = std::chrono::duration<long long, std::ratio<1, 3'000'000'000>>;
@@ -205,32 +195,28 @@ TEST(Schedule, FractionalDelaysRoundUpToTheNextNanosecond) {
 
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(tenth + one_and_half + four_thirds + three_thirds, 0);
-  clock.advance(1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ns);
   EXPECT_EQ(tenth, 1);
   EXPECT_EQ(three_thirds, 1);
   EXPECT_EQ(one_and_half, 0);
   EXPECT_EQ(four_thirds, 0);
-  clock.advance(1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ns);
   EXPECT_EQ(one_and_half, 1);
   EXPECT_EQ(four_thirds, 1);
 }
 
 TEST(Schedule, FractionalPeriodRoundsUp) {
-  ManualClock clock;
   std::vector<std::int64_t> starts;
   std::mutex mu;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   s.schedule_at_fixed_rate(
       [&] {
         std::lock_guard lock(mu);
-        starts.push_back(kairos_test::ns(clock.now()));
+        starts.push_back(kairos_test::ns(s.clock.now()));
       },
       std::chrono::duration<double, std::nano>(0.5), std::chrono::duration<double, std::nano>(2.5));
   for (int i = 0; i < 7; ++i) {
-    clock.advance(1ns);
-    ASSERT_TRUE(s.wait_idle(kPatience));
+    s.step(1ns);
   }
   std::lock_guard lock(mu);
   EXPECT_EQ(starts, (std::vector<std::int64_t>{1, 4, 7}));
@@ -239,12 +225,11 @@ TEST(Schedule, FractionalPeriodRoundsUp) {
 // ---- absolute deadlines ---------------------------------------------------------------
 
 TEST(ScheduleAt, PastDeadlineRunsAtOnce) {
-  ManualClock clock;
-  clock.advance(10ms);
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
+  s.clock.advance(10ms);
   auto a = s.schedule_at([] { return 1; }, ManualClock::time_point(1ms));
   auto b = s.schedule_at([] { return 2; }, ManualClock::time_point::min());
-  auto c = s.schedule_at([] { return 3; }, clock.now());
+  auto c = s.schedule_at([] { return 3; }, s.clock.now());
   ASSERT_TRUE(s.wait_idle(kPatience));
   ASSERT_TRUE(a.is_done());
   ASSERT_TRUE(b.is_done());
@@ -267,18 +252,17 @@ TEST(ScheduleAt, SteadyClockDeadline) {
 // The single thread is held busy while a scheduled task becomes overdue; a newer execute() or
 // submit() is due later than it (at now), so the overdue task starts first.
 TEST(Execute, OverdueScheduledTaskRunsBeforeNewerExecute) {
-  ManualClock clock;
   Gate gate;
   std::latch blocked(1);
   Recorder order;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   s.execute([&] {
     blocked.count_down();
     gate.wait();
   });
   blocked.wait();
   s.schedule([&] { order.add(1); }, 1ms);
-  clock.advance(5ms);
+  s.clock.advance(5ms);
   s.execute([&] { order.add(2); });
   auto f = s.submit([&] { order.add(3); return 3; });
   gate.open();
@@ -288,9 +272,8 @@ TEST(Execute, OverdueScheduledTaskRunsBeforeNewerExecute) {
 }
 
 TEST(Execute, RunsWithoutTimeMoving) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   s.execute([&] { ++runs; });
   auto f = s.submit([] { return 42; });
   auto g = s.schedule([] { return 43; }, 0ms);
@@ -301,7 +284,7 @@ TEST(Execute, RunsWithoutTimeMoving) {
   EXPECT_EQ(g.get(), 43);
   EXPECT_FALSE(f.is_periodic());
   EXPECT_LE(f.delay(), Duration::zero());
-  EXPECT_EQ(clock.now(), ManualClock::time_point{});
+  EXPECT_EQ(s.clock.now(), ManualClock::time_point{});
 }
 
 TEST(Submit, ReturnsTheResultOnTheSteadyClock) {
@@ -335,8 +318,7 @@ TEST(Schedule, SubmissionHappensBeforeBodyAndBodyBeforeGet) {
 // ---- argument checks --------------------------------------------------------------------
 
 TEST(Arguments, NonPositivePeriodOrDelayThrows) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto noop = [] {};
   EXPECT_THROW(s.schedule_at_fixed_rate(noop, 1ms, 0ms), std::invalid_argument);
   EXPECT_THROW(s.schedule_at_fixed_rate(noop, 1ms, -1ns), std::invalid_argument);
@@ -352,8 +334,7 @@ TEST(Arguments, NonPositivePeriodOrDelayThrows) {
 }
 
 TEST(Arguments, EmptyCallablesThrow) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   std::function<void()> empty;
   std::function<int()> empty_int;
   void (*null_fn)() = nullptr;
@@ -362,8 +343,8 @@ TEST(Arguments, EmptyCallablesThrow) {
   EXPECT_THROW(s.schedule(empty_int, 1ms), std::invalid_argument);
   EXPECT_THROW(s.schedule(null_fn, 1ms), std::invalid_argument);
   EXPECT_THROW(s.schedule(null_int_fn, 1ms), std::invalid_argument);
-  EXPECT_THROW(s.schedule_at(empty, clock.now()), std::invalid_argument);
-  EXPECT_THROW(s.schedule_at(null_fn, clock.now()), std::invalid_argument);
+  EXPECT_THROW(s.schedule_at(empty, s.clock.now()), std::invalid_argument);
+  EXPECT_THROW(s.schedule_at(null_fn, s.clock.now()), std::invalid_argument);
   EXPECT_THROW(s.schedule_at_fixed_rate(empty, 1ms, 1ms), std::invalid_argument);
   EXPECT_THROW(s.schedule_at_fixed_rate(null_fn, 1ms, 1ms), std::invalid_argument);
   EXPECT_THROW(s.schedule_with_fixed_delay(empty, 1ms, 1ms), std::invalid_argument);

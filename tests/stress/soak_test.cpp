@@ -24,7 +24,7 @@
 #include <kairos/kairos.hpp>
 
 #include "ledger.hpp"
-#include "stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_test {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "ledger.hpp"
 #include "page_array.hpp"
-#include "stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_test {
 namespace {
