@@ -181,7 +181,7 @@ TEST(BadInput, MaxPeriodRunsOnceThenNever) {
 // a task due "never" must not run then, and a periodic task whose deadline saturated must not
 // run again and again at the end of time.
 TEST(BadInput, ManualClockAtItsEndDoesNotRunNeverTasks) {
-  Watchdog dog("ManualClock advanced to its end", 2 * kPatience);
+  Watchdog dog("ManualClock advanced to its end", kHangLimit);
   kairos::ManualClock clock;
   ManualScheduler s(single_thread(), clock);
   std::atomic<int> never_runs{0}, rate_runs{0};
@@ -191,7 +191,7 @@ TEST(BadInput, ManualClockAtItsEndDoesNotRunNeverTasks) {
   ASSERT_EQ(rate_runs.load(), 1);
   clock.advance(kairos::Duration::max());
   EXPECT_EQ(clock.now(), Tp::max()) << "the clock saturates";
-  EXPECT_TRUE(s.wait_idle(5s)) << "the scheduler never became idle at the end of time";
+  EXPECT_TRUE(s.wait_idle(kPatience)) << "the scheduler never became idle at the end of time";
   EXPECT_EQ(never_runs.load(), 0);
   // Run 1 is due at 0 + Duration::max(), exactly the clock's last time point, so it runs once
   // more; run 2 lies past the clock's range: never.
@@ -203,7 +203,7 @@ TEST(BadInput, ManualClockAtItsEndDoesNotRunNeverTasks) {
 // wait_idle() times out in real time, also on a ManualClock at its largest time point (with
 // nothing queued, the leader must not spin on "now >= no deadline" holding its lock).
 TEST(BadInput, ManualClockAtItsEndKeepsWaitIdleBounded) {
-  Watchdog dog("wait_idle(1s) on a ManualClock at its end", 2 * kPatience);
+  Watchdog dog("wait_idle(1s) on a ManualClock at its end", kHangLimit);
   kairos::ManualClock clock;
   ManualScheduler s(single_thread(), clock);
   clock.advance(kairos::Duration::max());

@@ -41,7 +41,7 @@ struct NotAnException {  // a thrown type with no std base
 // ---- tasks that throw -----------------------------------------------------------------------
 
 TEST(Faults, ThrownObjectsComeBackUnchangedAndTheThreadSurvives) {
-  Watchdog dog("throwing tasks", 120s);
+  Watchdog dog("throwing tasks", kHangLimit);
   std::mutex mu;
   std::vector<std::exception_ptr> uncaught;
   kairos::Options o = single_thread();
@@ -122,7 +122,7 @@ TEST(Faults, ThrownObjectsComeBackUnchangedAndTheThreadSurvives) {
 // An execute()'d task returned by shutdown_now() and run by the caller has no future either:
 // its exception goes to on_uncaught, on the thread that ran it, like any other.
 TEST(Faults, ExecutedTaskRunFromShutdownNowReportsToOnUncaught) {
-  Watchdog dog("Task::run() of a failing execute()'d task", 120s);
+  Watchdog dog("Task::run() of a failing execute()'d task", kHangLimit);
   std::atomic<int> calls{0};
   std::thread::id where;
   kairos::Options o = single_thread();
@@ -159,7 +159,7 @@ TEST(Faults, ExecutedTaskRunFromShutdownNowReportsToOnUncaught) {
 // ---- caller_runs from a scheduler thread -------------------------------------------------------
 
 TEST(Faults, CallerRunsFromInsideATaskRunsInThatTaskThread) {
-  Watchdog dog("caller_runs inside a task", 120s);
+  Watchdog dog("caller_runs inside a task", kHangLimit);
   kairos::Options o = single_thread();
   o.capacity = 1;
   o.rejection = kairos::Rejection::caller_runs;
@@ -199,7 +199,7 @@ TEST(Faults, CallerRunsFromInsideATaskRunsInThatTaskThread) {
 // ---- lifecycle calls from inside a task --------------------------------------------------------
 
 TEST(Faults, ShutdownFromInsideATaskLetsTheRestFinish) {
-  Watchdog dog("shutdown() inside a task", 120s);
+  Watchdog dog("shutdown() inside a task", kHangLimit);
   kairos::Scheduler s(single_thread());
   auto later = s.schedule([] { return 2; }, 5ms);
   auto f = s.submit([&] {
@@ -212,7 +212,7 @@ TEST(Faults, ShutdownFromInsideATaskLetsTheRestFinish) {
 }
 
 TEST(Faults, ShutdownNowFromInsideATaskStopsItAndDropsThePending) {
-  Watchdog dog("shutdown_now() inside a task", 120s);
+  Watchdog dog("shutdown_now() inside a task", kHangLimit);
   kairos::Scheduler s(single_thread());
   auto pending = s.schedule([] { return 1; }, 1h);
   std::size_t returned = 0;
@@ -231,7 +231,7 @@ TEST(Faults, ShutdownNowFromInsideATaskStopsItAndDropsThePending) {
 }
 
 TEST(Faults, AwaitTerminationFromInsideATaskTimesOutInsteadOfDeadlocking) {
-  Watchdog dog("await_termination() inside a task", 120s);
+  Watchdog dog("await_termination() inside a task", kHangLimit);
   kairos::Scheduler s(single_thread());
   auto f = s.submit([&] {
     s.shutdown();
@@ -243,7 +243,7 @@ TEST(Faults, AwaitTerminationFromInsideATaskTimesOutInsteadOfDeadlocking) {
 }
 
 TEST(Faults, DestructorFromInsideATaskReturnsAndDropsThePending) {
-  Watchdog dog("~BasicScheduler inside a task", 120s);
+  Watchdog dog("~BasicScheduler inside a task", kHangLimit);
   auto owner = std::make_unique<kairos::Scheduler>(single_thread());
   auto pending = owner->schedule([] { return 1; }, 1h);
   Gate destroyed;
@@ -268,7 +268,7 @@ TEST(Faults, DestructorFromInsideATaskReturnsAndDropsThePending) {
 // ---- cancelling oneself ---------------------------------------------------------------------
 
 TEST(Faults, ATaskCancellingItselfCompletesAsCancelled) {
-  Watchdog dog("self-cancel", 120s);
+  Watchdog dog("self-cancel", kHangLimit);
   kairos::Scheduler s(single_thread());
   Gate handle_ready;
   kairos::ScheduledFuture<int> self;
@@ -305,7 +305,7 @@ TEST(Faults, ATaskCancellingItselfCompletesAsCancelled) {
 // ---- a task that runs until asked to stop ----------------------------------------------------
 
 TEST(Faults, ShutdownNowStopsATaskThatWaitsForStopAndLeavesTheOthersAlone) {
-  Watchdog dog("shutdown_now() with a task that never returns", 120s);
+  Watchdog dog("shutdown_now() with a task that never returns", kHangLimit);
   kairos::Options o = single_thread();
   o.threads_per_shard = 2;
   kairos::Scheduler s(o);
@@ -339,7 +339,7 @@ TEST(Faults, ShutdownNowStopsATaskThatWaitsForStopAndLeavesTheOthersAlone) {
 // return them, or at least not start them afterwards ("returns the tasks that never started";
 // Java runs nothing once shutdownNow() has returned, except what was already running).
 TEST(Faults, ShutdownNowReturnsDueTasksWaitingBehindARunningOne) {
-  Watchdog dog("shutdown_now() behind a running task", 120s);
+  Watchdog dog("shutdown_now() behind a running task", kHangLimit);
   kairos::ManualClock clock;
   kairos::BasicScheduler<kairos::ManualClock> s(single_thread(), clock);
   Gate release;
@@ -369,7 +369,7 @@ TEST(Faults, ShutdownNowReturnsDueTasksWaitingBehindARunningOne) {
 // pending: queue_size() is 1, and the capacity check, which reads the same count, leaves room
 // for one more. A running task is not pending.
 TEST(Faults, QueueSizeCountsPendingNotRunningTasks) {
-  Watchdog dog("queue_size() behind a running task", 120s);
+  Watchdog dog("queue_size() behind a running task", kHangLimit);
   kairos::ManualClock clock;
   kairos::Options o = single_thread();
   o.capacity = 2;
@@ -416,7 +416,7 @@ struct PoolRestorer {
 };
 
 TEST(Faults, TaskPoolThatCannotGrowGivesBadAllocAndLosesNothing) {
-  Watchdog dog("task pool growth failure", 120s);
+  Watchdog dog("task pool growth failure", kHangLimit);
   Ledger ledger(4096);
   OutsideScheduler outside;
   std::size_t bad_allocs = 0;

@@ -79,7 +79,7 @@ bool spin_until(Pred pred, std::chrono::nanoseconds bound = kPatience) {
 // fix run_orphan() made the task kRunning and only then replaced its stop source: the canceller
 // read (and requested stop on) the stop state the runner was replacing and freeing.
 TEST(Regression, RunOfReturnedTaskRacingCancelTrueIsRaceFree) {
-  Watchdog dog("Task::run() racing cancel(true)", 120s);
+  Watchdog dog("Task::run() racing cancel(true)", kHangLimit);
   // Part 1: the cancel lands while the body runs (every round).
   for (int round = 0; round < 20; ++round) {
     kairos::Scheduler s(single_thread());
@@ -475,7 +475,7 @@ double shutdown_ms_with_backlog(int n, bool due) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   gate.open();
   (void)s.shutdown_now();
-  EXPECT_TRUE(s.await_termination(60s));
+  EXPECT_TRUE(s.await_termination(2 * kPatience));
   return ms;
 }
 
@@ -493,7 +493,7 @@ TEST(Regression, ShutdownTimeIsLinearInTheDueBacklog) {
 // capacity >= 2^63 (SIZE_MAX is a common spelling of "no limit") must accept submissions. Before
 // the fix the pending count was compared with static_cast<int64_t>(capacity), which is negative.
 TEST(Regression, CapacityAtOrAbove2To63AcceptsSubmissions) {
-  Watchdog dog("huge capacities", 120s);
+  Watchdog dog("huge capacities", kHangLimit);
   const std::size_t caps[] = {std::numeric_limits<std::size_t>::max(), std::size_t{1} << 63,
                               (std::size_t{1} << 63) + 1, std::numeric_limits<std::size_t>::max() - 1};
   const kairos::Rejection policies[] = {kairos::Rejection::abort, kairos::Rejection::discard,
@@ -566,7 +566,7 @@ struct RunnerBlockedWithABatchedTask {
 // discard_oldest must cancel the pending task with the earliest deadline, also when that task is
 // the batched D. Before the fix only the heap was searched, and a later task was cancelled.
 TEST(Regression, DiscardOldestCancelsTheEarliestIncludingABatchedDueTask) {
-  Watchdog dog("discard_oldest with a batched due task", 120s);
+  Watchdog dog("discard_oldest with a batched due task", kHangLimit);
   RunnerBlockedWithABatchedTask f(false);
   ASSERT_TRUE(f.ready);
   EXPECT_EQ(f.s.queue_size(), 1u) << "set-up: D should be pending behind the running A";
@@ -583,7 +583,7 @@ TEST(Regression, DiscardOldestCancelsTheEarliestIncludingABatchedDueTask) {
 // the earliest pending task is the one due in 1 h. Before the fix discard_oldest compared D by
 // the key it was filed at (+20 ms) and cancelled it.
 TEST(Regression, DiscardOldestComparesABatchedTaskByItsNewestDeadline) {
-  Watchdog dog("discard_oldest with a re-armed batched task", 120s);
+  Watchdog dog("discard_oldest with a re-armed batched task", kHangLimit);
   RunnerBlockedWithABatchedTask f(true);
   ASSERT_TRUE(f.ready);
   ASSERT_TRUE(f.d.rearm(3h)) << "set-up: D should still be pending behind the running A";
@@ -712,7 +712,7 @@ TEST(Regression, ConstructorThatCannotStartAllThreadsLeaksNone) {
   }
   close(fds[1]);
   int status = 0;
-  bool exited = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 60s);
+  bool exited = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 2 * kPatience);
   if (!exited) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -734,7 +734,7 @@ TEST(Regression, ConstructorThatCannotStartAllThreadsLeaksNone) {
 // flags only), so ThreadSanitizer sees any unsynchronised access. Before the fix the runner set
 // kNever in the task's flags (a plain write) while is_periodic() read them.
 TEST(Regression, IsPeriodicDoesNotRaceASaturatingRun) {
-  Watchdog dog("is_periodic() racing a saturating run", 120s);
+  Watchdog dog("is_periodic() racing a saturating run", kHangLimit);
   for (int round = 0; round < 5; ++round) {
     kairos::Scheduler s(single_thread());
     std::atomic<long> reads{0};

@@ -47,7 +47,7 @@ kairos::ManualClock::time_point at(std::chrono::nanoseconds d) { return kairos::
 // runs them all, and next_deadline() asked first reports them. Before the fix the first poll ran
 // 0 (4 polls were needed) and next_deadline() returned nullopt.
 TEST(RegressionV3, PollAfterABurstLargerThanOneDrainRunsEveryTaskSubmittedBeforeIt) {
-  Watchdog dog("poll after a burst", 120s);
+  Watchdog dog("poll after a burst", kHangLimit);
   for (bool ask_first : {false, true}) {
     kairos::ManualClock clock;
     ManualScheduler s(polled(), clock);
@@ -71,7 +71,7 @@ TEST(RegressionV3, PollAfterABurstLargerThanOneDrainRunsEveryTaskSubmittedBefore
 // never later than what next_deadline() reports. Before the fix ~0.1 % of the answers were later
 // (up to 605 s).
 TEST(RegressionV3, NextDeadlineUnderSteadyProducersCoversTheCallersOwnSubmission) {
-  Watchdog dog("next_deadline under producers", 120s);
+  Watchdog dog("next_deadline under producers", kHangLimit);
   kairos::Options o = polled();
   o.remove_on_cancel = true;
   kairos::ManualClock clock;
@@ -110,7 +110,7 @@ TEST(RegressionV3, NextDeadlineUnderSteadyProducersCoversTheCallersOwnSubmission
 // cancels one of the three. Before the fix 5-8 % were refused, and a live task was cancelled in
 // every run.
 TEST(RegressionV3, CapacityIsNotTakenByReArmsInFlight) {
-  Watchdog dog("capacity with re-arms in flight", 120s);
+  Watchdog dog("capacity with re-arms in flight", kHangLimit);
   for (kairos::Rejection policy : {kairos::Rejection::abort, kairos::Rejection::discard_oldest}) {
     kairos::Options o = single_thread();
     o.capacity = 4;
@@ -155,7 +155,7 @@ struct RefuseGrowth {
 };
 
 TEST(RegressionV3, ThreadedSchedulerWhoseQueueCannotGrowLosesNothingAndRecovers) {
-  Watchdog dog("a queue that cannot grow, threads", 120s);
+  Watchdog dog("a queue that cannot grow, threads", kHangLimit);
   kairos::Scheduler s(single_thread());
   std::atomic<int> ran{0};
   std::vector<kairos::ScheduledFuture<void>> far;
@@ -174,7 +174,7 @@ TEST(RegressionV3, ThreadedSchedulerWhoseQueueCannotGrowLosesNothingAndRecovers)
 }
 
 TEST(RegressionV3, PollWhoseQueueCannotGrowDoesNotThrowAndRunsOnceMemoryIsBack) {
-  Watchdog dog("a queue that cannot grow, poll mode", 120s);
+  Watchdog dog("a queue that cannot grow, poll mode", kHangLimit);
   kairos::ManualClock clock;
   ManualScheduler s(polled(), clock);
   std::atomic<int> ran{0};
@@ -191,7 +191,7 @@ TEST(RegressionV3, PollWhoseQueueCannotGrowDoesNotThrowAndRunsOnceMemoryIsBack) 
 }
 
 TEST(RegressionV3, ShutdownNowAndTheDestructorWhileTheQueueCannotGrowLoseNothing) {
-  Watchdog dog("shutdown_now with a queue that cannot grow", 120s);
+  Watchdog dog("shutdown_now with a queue that cannot grow", kHangLimit);
   std::vector<kairos::ScheduledFuture<void>> fs;
   {
     kairos::Scheduler s(single_thread());
@@ -238,7 +238,7 @@ struct BlockedRunner {
 };
 
 TEST(RegressionV3, ShutdownNowOrdersABatchedReArmedTaskByItsNewestDeadline) {
-  Watchdog dog("shutdown_now order of a re-armed batched task", 120s);
+  Watchdog dog("shutdown_now order of a re-armed batched task", kHangLimit);
   BlockedRunner f(single_thread());
   ASSERT_TRUE(f.ready);
   ASSERT_TRUE(f.d.rearm(3h));
@@ -252,7 +252,7 @@ TEST(RegressionV3, ShutdownNowOrdersABatchedReArmedTaskByItsNewestDeadline) {
 }
 
 TEST(RegressionV3, ShutdownWithoutDelayedTasksCancelsABatchedTaskReArmedLater) {
-  Watchdog dog("shutdown policy, re-armed batched task", 120s);
+  Watchdog dog("shutdown policy, re-armed batched task", kHangLimit);
   kairos::Options o = single_thread();
   o.execute_existing_delayed_tasks_after_shutdown = false;
   BlockedRunner f(o);
@@ -354,7 +354,7 @@ TEST(RegressionV3, NextDeadlineFromATaskSeesTheRunningPollsBatch) {
 // An untimed invoke_all/invoke_any from a task whose shard has no other thread (or from a poll's
 // task) waited for itself for ever; now a std::logic_error says so. The timed forms still time out.
 TEST(RegressionV3, UntimedInvokeFromATaskThatWouldWaitForItselfIsALogicError) {
-  Watchdog dog("invoke from a one-thread shard's task", 120s);
+  Watchdog dog("invoke from a one-thread shard's task", kHangLimit);
   std::vector<std::function<int()>> work{[] { return 1; }, [] { return 2; }};
   {
     kairos::Scheduler s(single_thread());

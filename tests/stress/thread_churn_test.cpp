@@ -27,6 +27,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using kairos_test::kPatience;
 
 long churn_threads() {
   const long fallback = kairos_test::sanitized_build() ? 4096 : 100'000;

@@ -2,7 +2,7 @@
 // and the two ways it waits: a Gate a task blocks on, and eventually(pred) for the test itself.
 // kPatience is an upper bound only: a correct scheduler never gets near it, so reaching it
 // means the behaviour is missing (the test fails instead of hanging). No test sleeps to make
-// something happen; a test that must end whatever happens arms a Watchdog.
+// something happen; a test that must end whatever happens arms a Watchdog (kHangLimit).
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +18,10 @@ namespace kairos_test {
 // Longest a correct scheduler may take to do something "at once" on a loaded machine (two
 // shared cores, a sanitizer build, other builds running beside the tests).
 inline constexpr std::chrono::seconds kPatience{30};
+
+// Longest a whole test may take before its Watchdog calls it a hang: room for several waits of
+// kPatience each.
+inline constexpr std::chrono::seconds kHangLimit = 4 * kPatience;
 
 // Polls pred until it holds or `bound` (real time) passes; true iff it held.
 template <class Pred>

@@ -1,6 +1,7 @@
 // support.hpp: what kairos's tests share (tests/support, the kairos_test_support target), one
 // definition each:
 //   patience.hpp       kPatience (the one real-time bound), eventually(pred), Gate, Watchdog
+//                      (kHangLimit)
 //   schedulers.hpp     Scheduler / ManualScheduler (poll mode in *_poll_test), the Manual
 //                      fixture (step(d): advance the clock, wait until idle), single_thread(),
 //                      threads(), ns()

@@ -1,4 +1,5 @@
-// stress_test.cpp: many producers against one kairos scheduler, checked by the ledger.
+// lifecycle_storm_test.cpp: many producers against one kairos scheduler while its lifecycle calls
+// (shutdown(), shutdown_now(), the policy setters, the destructor) land, checked by the ledger.
 //
 // A storm: 2..4 producers submit one-shot and periodic tasks with small random delays (schedule,
 // schedule_at, submit, execute, both periodic kinds), cancel random tasks from their threads,
