@@ -1,14 +1,15 @@
 // faults_test.cpp: kairos when things go wrong inside and around tasks.
 //   - tasks that throw (std::exception, int, a type with no std base): get() rethrows the same
 //     object; execute()'d and periodic failures reach on_uncaught; the thread survives;
-//   - an on_uncaught that throws: the exception is dropped, the thread survives;
 //   - Rejection::caller_runs when the caller is one of the scheduler's threads;
 //   - shutdown(), shutdown_now(), await_termination() and the destructor called from inside a
 //     task: none deadlocks (a watchdog fails the test instead of letting it hang);
 //   - a task cancelling itself; a task that runs until stop is requested, during shutdown_now();
 //   - the task memory pool failing to grow: the submitter gets std::bad_alloc, nothing is lost
 //     (checked with the ledger).
-// What each case does is written beside its test and in docs/bad-input.md.
+// What each case does is written beside its test and in docs/bad-input.md. An on_uncaught that
+// throws, the default report on stderr and cancel(true) are tests/core's (uncaught_test.cpp,
+// stop_token_test.cpp).
 #include <gtest/gtest.h>
 
 #include <atomic>
