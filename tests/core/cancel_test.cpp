@@ -15,36 +15,31 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kairos::ManualClock;
 using kairos_test::Gate;
 using kairos_test::kPatience;
-using kairos_test::ManualScheduler;
+using kairos_test::Manual;
 using kairos_test::single_thread;
 
 TEST(Cancel, NotStartedTaskNeverRuns) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([&] { ++runs; }, 10ms);
   auto p = s.schedule_at_fixed_rate([&] { ++runs; }, 5ms, 1ms);
   EXPECT_TRUE(f.cancel());
   EXPECT_TRUE(p.cancel());
   EXPECT_FALSE(f.cancel());
   EXPECT_FALSE(p.cancel());
-  clock.advance(20ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(20ms);
   EXPECT_EQ(runs, 0);
   EXPECT_THROW(f.get(), kairos::CancelledError);
   EXPECT_THROW(p.get(), kairos::CancelledError);
 }
 
 TEST(Cancel, DoneTaskReturnsFalse) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] { return 1; }, 1ms);
   auto g = s.schedule([]() -> int { throw 5; }, 1ms);
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   EXPECT_FALSE(f.cancel());
   EXPECT_FALSE(f.cancel(true));
   EXPECT_FALSE(g.cancel());
@@ -89,11 +84,10 @@ TEST(Cancel, RunningTaskCompletesAsCancelledAtOnce) {
 
 // A periodic task cancelled during a run finishes that run and is not run again.
 TEST(Cancel, RunningPeriodicTaskIsNotRequeued) {
-  ManualClock clock;
   Gate gate;
   std::latch started(1);
   std::atomic<int> runs{0};
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   auto f = s.schedule_at_fixed_rate(
       [&] {
         if (++runs == 1) {
@@ -102,11 +96,11 @@ TEST(Cancel, RunningPeriodicTaskIsNotRequeued) {
         }
       },
       1ms, 1ms);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   started.wait();
   EXPECT_TRUE(f.cancel());
   EXPECT_TRUE(f.is_cancelled());
-  clock.advance(5ms);  // runs 2..6 would be due
+  s.clock.advance(5ms);  // runs 2..6 would be due
   gate.open();
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs, 1);
@@ -115,8 +109,7 @@ TEST(Cancel, RunningPeriodicTaskIsNotRequeued) {
 
 // Without remove_on_cancel a cancelled task stays queued (and counted) until its deadline.
 TEST(Cancel, CancelledTaskIsRetainedUntilItsDeadline) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto a = s.schedule([] {}, 10ms);
   auto b = s.schedule([] {}, 20ms);
   auto c = s.schedule([] {}, 30ms);
@@ -125,21 +118,18 @@ TEST(Cancel, CancelledTaskIsRetainedUntilItsDeadline) {
   EXPECT_EQ(s.queue_size(), 3u);
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(s.queue_size(), 3u);
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(s.queue_size(), 2u);  // a ran; b still retained
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(s.queue_size(), 1u);  // b reached its deadline and left
   EXPECT_FALSE(c.is_done());
   EXPECT_TRUE(a.is_done());
 }
 
 TEST(Cancel, RemoveOnCancelDropsTheTaskAtOnce) {
-  ManualClock clock;
   kairos::Options o = single_thread();
   o.remove_on_cancel = true;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   std::vector<kairos::ScheduledFuture<void>> fs;
   for (int i = 0; i < 100; ++i) fs.push_back(s.schedule([] {}, std::chrono::hours(1 + i)));
   auto p = s.schedule_with_fixed_delay([] {}, 1h, 1h);
@@ -157,8 +147,7 @@ TEST(Cancel, RemoveOnCancelDropsTheTaskAtOnce) {
 // set_remove_on_cancel(true) applies to later cancels; an earlier cancelled task stays
 // retained until its deadline, as in Java.
 TEST(Cancel, SetRemoveOnCancelAppliesToLaterCancels) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto a = s.schedule([] {}, 1h);
   auto b = s.schedule([] {}, 2h);
   auto c = s.schedule([] {}, 3h);
@@ -176,8 +165,7 @@ TEST(Cancel, SetRemoveOnCancelAppliesToLaterCancels) {
 // from the submitting thread, before the leader can have drained them.
 TEST(QueueSize, CountsTasksNotYetDrained) {
   constexpr int kTasks = 5000;
-  ManualClock clock;
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   std::size_t seen_by_submitter = 0;
   std::thread submitter([&] {
     for (int i = 0; i < kTasks; ++i) s.schedule([] {}, 1h);
@@ -196,8 +184,7 @@ TEST(QueueSize, CountsTasksNotYetDrained) {
 }
 
 TEST(QueueSize, CountsEachShardAndPeriodicTasksOnce) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::threads(2, 2), clock);
+  Manual s(kairos_test::threads(2, 2));
   std::vector<std::thread> producers;
   for (int t = 0; t < 4; ++t)
     producers.emplace_back([&] {
@@ -207,13 +194,11 @@ TEST(QueueSize, CountsEachShardAndPeriodicTasksOnce) {
   EXPECT_EQ(s.queue_size(), 1000u);
   auto p = s.schedule_at_fixed_rate([] {}, 1ms, 1ms);
   EXPECT_EQ(s.queue_size(), 1001u);
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(s.queue_size(), 1001u);  // the periodic task is queued again, once
   EXPECT_TRUE(p.cancel());
   EXPECT_EQ(s.queue_size(), 1001u);  // retained until its next deadline
-  clock.advance(1h);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1h);
   EXPECT_EQ(s.queue_size(), 0u);
 }
 

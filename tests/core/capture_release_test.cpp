@@ -67,8 +67,7 @@ TEST(CaptureRelease, CancelWithoutRemoveOnCancelReleasesTooThoughTheTaskIsRetain
 }
 
 TEST(CaptureRelease, PeriodicCallableGoesWithItsLastRun) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto p = std::make_shared<Capture>();
   std::weak_ptr<Capture> w = p;
   Gate in_run, release_run;
@@ -81,10 +80,10 @@ TEST(CaptureRelease, PeriodicCallableGoesWithItsLastRun) {
         }
       },
       1ms, 1ms);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return runs.load() == 1 && s.wait_idle(0ms); }));
   EXPECT_FALSE(w.expired());  // it runs again
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(in_run.wait());
   EXPECT_TRUE(f.cancel());    // during its second run: no run follows
   EXPECT_FALSE(w.expired());  // the run still uses it
@@ -93,8 +92,7 @@ TEST(CaptureRelease, PeriodicCallableGoesWithItsLastRun) {
 }
 
 TEST(CaptureRelease, TasksReturnedByShutdownNowReleaseWhenRunOrDropped) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto a = std::make_shared<Capture>(), b = std::make_shared<Capture>();
   std::weak_ptr<Capture> wa = a, wb = b;
   auto fa = s.schedule([a = std::move(a)] {}, 1h);

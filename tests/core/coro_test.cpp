@@ -59,9 +59,10 @@ using kairos::CancelledError;
 using kairos::ManualClock;
 using kairos_test::eventually;
 using kairos_test::kPatience;
+using kairos_test::Manual;
 using kairos_test::ManualScheduler;
 using kairos_test::Recorder;
-using Manual = kairos::BasicScheduler<ManualClock>;  // never the suite's polling wrapper
+using Polled = kairos::BasicScheduler<ManualClock>;  // never the suite's polling wrapper
 
 // The smallest coroutine type: starts at once, nobody awaits it, its frame ends with it.
 struct Detached {
@@ -131,16 +132,14 @@ Detached sleep_until_then_record(ManualScheduler& s, ManualClock::time_point t, 
 }
 
 TEST(CoroSleep, ResumesOnASchedulerThreadAtTheDeadlineNeverBefore) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   Outcome out;
   std::atomic<int> frames{0};
   sleep_once(s, 10ms, out, frames);
   EXPECT_EQ(frames.load(), 1);
-  clock.advance(9ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(9ms);
   EXPECT_EQ(out.resumed.load(), 0);  // 1 ms early: still asleep
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return out.resumed.load() == 1; }));
   EXPECT_EQ(out.at_ns.load(), std::chrono::nanoseconds(10ms).count());
   EXPECT_FALSE(out.cancelled.load());
@@ -149,15 +148,13 @@ TEST(CoroSleep, ResumesOnASchedulerThreadAtTheDeadlineNeverBefore) {
 }
 
 TEST(CoroSleep, EqualDeadlinesResumeInTheOrderTheSleepsBegan) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   Recorder order;
-  auto t = clock.now() + 5ms;
+  auto t = s.clock.now() + 5ms;
   for (int id = 0; id < 50; ++id) sleep_until_then_record(s, t, order, id);
-  clock.advance(4ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(4ms);
   EXPECT_EQ(order.size(), 0u);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return order.size() == 50; }));
   std::vector<int> expected;
   for (int id = 0; id < 50; ++id) expected.push_back(id);
@@ -165,11 +162,10 @@ TEST(CoroSleep, EqualDeadlinesResumeInTheOrderTheSleepsBegan) {
 }
 
 TEST(CoroSleep, EarlierDeadlinesResumeFirst) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   Recorder order;
-  for (int id : {3, 1, 2}) sleep_until_then_record(s, clock.now() + id * 1ms, order, id);
-  clock.advance(3ms);
+  for (int id : {3, 1, 2}) sleep_until_then_record(s, s.clock.now() + id * 1ms, order, id);
+  s.clock.advance(3ms);
   ASSERT_TRUE(eventually([&] { return order.size() == 3; }));
   EXPECT_EQ(order.ids(), (std::vector<int>{1, 2, 3}));
 }
@@ -178,7 +174,7 @@ TEST(CoroSleep, InPollModeResumesOnTheLoopThread) {
   ManualClock clock;
   kairos::Options o;
   o.poll_mode = true;
-  Manual s(o, clock);
+  Polled s(o, clock);
   Outcome out;
   std::atomic<int> frames{0};
   sleep_once(s, 2ms, out, frames);
@@ -197,7 +193,7 @@ TEST(CoroSleep, EachSleepCostsOnlyItsPooledTaskNode) {
   ManualClock clock;
   kairos::Options o;
   o.poll_mode = true;  // everything on this thread: nothing else allocates meanwhile
-  Manual s(o, clock);
+  Polled s(o, clock);
   std::atomic<int> frames{0};
   std::vector<Outcome> outs(2000);
   auto round = [&](std::size_t from, std::size_t to) {
@@ -231,8 +227,7 @@ TEST(CoroSleep, EachSleepCostsOnlyItsPooledTaskNode) {
 }
 
 TEST(CoroSleep, AStopRequestedBeforeTheSleepThrowsAtOnce) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::stop_source stop;
   stop.request_stop();
   Outcome out;
@@ -245,8 +240,7 @@ TEST(CoroSleep, AStopRequestedBeforeTheSleepThrowsAtOnce) {
 }
 
 TEST(CoroSleep, AStopCancelsTheSleepAndResumesOnTheStoppingThread) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::stop_source stop;
   Outcome out;
   std::atomic<int> frames{0};
@@ -259,19 +253,18 @@ TEST(CoroSleep, AStopCancelsTheSleepAndResumesOnTheStoppingThread) {
   EXPECT_TRUE(out.cancelled.load());
   EXPECT_EQ(out.on, stopper_id);
   EXPECT_EQ(frames.load(), 0);
-  clock.advance(2h);  // the cancelled task never runs: nothing resumes twice
+  s.clock.advance(2h);  // the cancelled task never runs: nothing resumes twice
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(out.resumed.load(), 1);
 }
 
 TEST(CoroSleep, AStopAfterTheDeadlineHasNoEffect) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::stop_source stop;
   Outcome out;
   std::atomic<int> frames{0};
   sleep_once(s, 1ms, out, frames, stop.get_token());
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return out.resumed.load() == 1; }));
   stop.request_stop();
   EXPECT_FALSE(out.cancelled.load());
@@ -307,7 +300,7 @@ TEST(CoroSleep, AStopRacingTheDeadlineResumesExactlyOnce) {
 
 TEST(CoroSleep, ShutdownLetsSleepsEndAtTheirDeadlinesByDefault) {
   ManualClock clock;
-  Manual s(kairos_test::single_thread(), clock);
+  Polled s(kairos_test::single_thread(), clock);
   Outcome out;
   std::atomic<int> frames{0};
   sleep_once(s, 5ms, out, frames);
@@ -322,7 +315,7 @@ TEST(CoroSleep, ShutdownLetsSleepsEndAtTheirDeadlinesByDefault) {
 
 TEST(CoroSleep, ShutdownThatDropsDelayedTasksResumesSleepsWithCancelledError) {
   ManualClock clock;
-  Manual s(kairos_test::single_thread(), clock);
+  Polled s(kairos_test::single_thread(), clock);
   s.set_execute_existing_delayed_tasks_after_shutdown(false);
   std::vector<Outcome> outs(10);
   std::atomic<int> frames{0};
@@ -340,7 +333,7 @@ TEST(CoroSleep, ShutdownThatDropsDelayedTasksResumesSleepsWithCancelledError) {
 
 TEST(CoroSleep, ShutdownNowResumesSleepsWithCancelledErrorWhenItsTasksAreDropped) {
   ManualClock clock;
-  Manual s(kairos_test::single_thread(), clock);
+  Polled s(kairos_test::single_thread(), clock);
   std::vector<Outcome> outs(10);
   std::atomic<int> frames{0};
   for (auto& o : outs) sleep_once(s, 5ms, o, frames);
@@ -356,11 +349,10 @@ TEST(CoroSleep, ShutdownNowResumesSleepsWithCancelledErrorWhenItsTasksAreDropped
 }
 
 TEST(CoroSleep, TheDestructorResumesSleepsWithCancelledError) {
-  ManualClock clock;
   std::vector<Outcome> outs(10);
   std::atomic<int> frames{0};
   {
-    ManualScheduler s(kairos_test::threads(2, 1), clock);
+    Manual s(kairos_test::threads(2, 1));
     for (auto& o : outs) sleep_once(s, 5ms, o, frames);
     EXPECT_EQ(frames.load(), 10);
   }
@@ -373,7 +365,7 @@ TEST(CoroSleep, TheDestructorResumesSleepsWithCancelledError) {
 
 TEST(CoroSleep, ASleepAfterShutdownFollowsTheRejectionPolicy) {
   ManualClock clock;
-  Manual s(kairos_test::single_thread(), clock);
+  Polled s(kairos_test::single_thread(), clock);
   s.shutdown();
   std::atomic<bool> rejected{false};
   auto body = [&]() -> Detached {
@@ -388,7 +380,7 @@ TEST(CoroSleep, ASleepAfterShutdownFollowsTheRejectionPolicy) {
 
   kairos::Options o = kairos_test::single_thread();
   o.rejection = kairos::Rejection::discard;
-  Manual d(o, clock);
+  Polled d(o, clock);
   d.shutdown();
   Outcome out;
   std::atomic<int> frames{0};
@@ -398,8 +390,7 @@ TEST(CoroSleep, ASleepAfterShutdownFollowsTheRejectionPolicy) {
 }
 
 TEST(CoroSleep, AFrameDestroyedWhileSleepingIsNotResumedAndItsTaskIsCancelled) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> frames{0};
   std::atomic<int> resumed{0};
   auto sleeper = [&]() -> Owned {
@@ -412,8 +403,7 @@ TEST(CoroSleep, AFrameDestroyedWhileSleepingIsNotResumedAndItsTaskIsCancelled) {
     EXPECT_EQ(frames.load(), 1);
   }
   EXPECT_EQ(frames.load(), 0);
-  clock.advance(5ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(5ms);
   EXPECT_EQ(resumed.load(), 0);
   EXPECT_EQ(s.completed_task_count(), 0u);  // its task was cancelled, never ran
 }
@@ -447,16 +437,14 @@ struct Awaiting {
 };
 
 TEST(CoroFuture, AwaitsTheValueOnTheThreadThatRanTheTask) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> frames{0};
   Awaiting a;
   std::thread::id ran_on;
   await_into(s.schedule([&] { ran_on = std::this_thread::get_id(); return 42; }, 3ms), a.resumed, a.what, a.on, frames);
-  clock.advance(2ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(2ms);
   EXPECT_EQ(a.resumed.load(), 0);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return a.resumed.load() == 1; }));
   EXPECT_EQ(a.what, "42");
   EXPECT_EQ(a.on, ran_on);
@@ -464,19 +452,17 @@ TEST(CoroFuture, AwaitsTheValueOnTheThreadThatRanTheTask) {
 }
 
 TEST(CoroFuture, RethrowsTheTasksException) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> frames{0};
   Awaiting a;
   await_into(s.schedule([]() -> int { throw std::runtime_error("boom"); }, 1ms), a.resumed, a.what, a.on, frames);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return a.resumed.load() == 1; }));
   EXPECT_EQ(a.what, "boom");
 }
 
 TEST(CoroFuture, ACancelResumesWithCancelledErrorOnTheCancellingThread) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> frames{0};
   Awaiting a;
   auto f = s.schedule([] { return 1; }, 1h);
@@ -492,8 +478,7 @@ TEST(CoroFuture, ACancelResumesWithCancelledErrorOnTheCancellingThread) {
 }
 
 TEST(CoroFuture, ADoneFutureDoesNotSuspend) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> frames{0};
   Awaiting a;
   auto f = s.submit([] { return 7; });
@@ -511,8 +496,7 @@ Detached await_then_record(kairos::ScheduledFuture<int> f, Recorder& order, int 
 // The registration finds the task already done (completed after await_ready looked, or before
 // a second awaiter came): it does not suspend, and nothing is left registered.
 TEST(CoroFuture, ARegistrationAfterTheCompletionDoesNotSuspend) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   auto f = s.submit([] { return 3; });
   ASSERT_EQ(f.get(), 3);
   kairos::FutureAwaiter<int> late(f);
@@ -523,7 +507,7 @@ TEST(CoroFuture, ARegistrationAfterTheCompletionDoesNotSuspend) {
   std::atomic<int> frames{0};
   Awaiting first;
   await_into(g, first.resumed, first.what, first.on, frames);  // sets the task's awaited flag
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return first.resumed.load() == 1; }));
   kairos::FutureAwaiter<int> second(g);  // the flag is set, the task done: the second must not wait
   EXPECT_FALSE(second.await_suspend(std::noop_coroutine()));
@@ -531,8 +515,7 @@ TEST(CoroFuture, ARegistrationAfterTheCompletionDoesNotSuspend) {
 }
 
 TEST(CoroFuture, ManyCoroutinesAwaitOneFutureEachResumedOnceInTheOrderTheyBegan) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> frames{0};
   std::vector<Awaiting> as(20);
   auto f = s.schedule([] { return 5; }, 1ms);
@@ -540,7 +523,7 @@ TEST(CoroFuture, ManyCoroutinesAwaitOneFutureEachResumedOnceInTheOrderTheyBegan)
   Recorder order;
   auto g = s.schedule([] { return 7; }, 1ms);  // its records share the buckets with f's
   for (int id = 1; id <= 5; ++id) await_then_record(g, order, id);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   ASSERT_TRUE(eventually([&] { return frames.load() == 0 && order.size() == 5; }));
   for (auto& a : as) {
     EXPECT_EQ(a.resumed.load(), 1);
@@ -554,7 +537,7 @@ TEST(CoroFuture, ShutdownPoliciesShutdownNowAndTheDestructorResumeAwaiters) {
   std::atomic<int> frames{0};
   std::vector<Awaiting> as(3);
   {
-    Manual s(kairos_test::single_thread(), clock);
+    Polled s(kairos_test::single_thread(), clock);
     s.set_execute_existing_delayed_tasks_after_shutdown(false);
     await_into(s.schedule([] { return 1; }, 1h), as[0].resumed, as[0].what, as[0].on, frames);
     ASSERT_TRUE(s.wait_idle(kPatience));  // queued: the shutdown policy removes it under a lock
@@ -562,7 +545,7 @@ TEST(CoroFuture, ShutdownPoliciesShutdownNowAndTheDestructorResumeAwaiters) {
     EXPECT_EQ(as[0].what, "cancelled");
   }
   {
-    Manual s(kairos_test::single_thread(), clock);
+    Polled s(kairos_test::single_thread(), clock);
     await_into(s.schedule([] { return 1; }, 1h), as[1].resumed, as[1].what, as[1].on, frames);
     s.shutdown_now().clear();
     EXPECT_EQ(as[1].what, "cancelled");
@@ -578,7 +561,7 @@ TEST(CoroFuture, ShutdownPoliciesShutdownNowAndTheDestructorResumeAwaiters) {
 
 TEST(CoroFuture, ARunOfATaskShutdownNowReturnedResumesWithItsValue) {
   ManualClock clock;
-  Manual s(kairos_test::single_thread(), clock);
+  Polled s(kairos_test::single_thread(), clock);
   std::atomic<int> frames{0};
   Awaiting a;
   await_into(s.schedule([] { return 9; }, 1h), a.resumed, a.what, a.on, frames);
@@ -593,8 +576,7 @@ TEST(CoroFuture, ARunOfATaskShutdownNowReturnedResumesWithItsValue) {
 }
 
 TEST(CoroFuture, AFrameDestroyedWhileAwaitingIsUnlinked) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::single_thread(), clock);
+  Manual s;
   std::atomic<int> resumed{0};
   auto f = s.schedule([] { return 1; }, 1ms);
   auto waiter = [&]() -> Owned {
@@ -602,7 +584,7 @@ TEST(CoroFuture, AFrameDestroyedWhileAwaitingIsUnlinked) {
     resumed.fetch_add(1);
   };
   { Owned o = waiter(); }  // destroyed suspended
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   EXPECT_EQ(f.get(), 1);  // completing finds no record of the gone frame (ASan: no use after free)
   EXPECT_EQ(resumed.load(), 0);
 }

@@ -15,23 +15,20 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kairos::ManualClock;
 using kairos_test::kPatience;
-using kairos_test::ManualScheduler;
+using kairos_test::Manual;
 using kairos_test::Recorder;
 using kairos_test::single_thread;
 
 TEST(Fifo, EqualDeadlinesStartInSubmissionOrder) {
   constexpr int kTasks = 2000;
-  ManualClock clock;
   Recorder order;
-  ManualScheduler s(single_thread(), clock);
-  auto deadline = clock.now() + 1ms;
+  Manual s;
+  auto deadline = s.clock.now() + 1ms;
   for (int i = 0; i < kTasks; ++i) s.schedule_at([&, i] { order.add(i); }, deadline);
   // A later deadline submitted in between must not break the tie order of the others.
   s.schedule_at([&] { order.add(-1); }, deadline + 1ns);
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   std::vector<int> ids = order.ids();
   ASSERT_EQ(ids.size(), static_cast<std::size_t>(kTasks));
   for (int i = 0; i < kTasks; ++i) ASSERT_EQ(ids[i], i) << "position " << i;
@@ -40,12 +37,10 @@ TEST(Fifo, EqualDeadlinesStartInSubmissionOrder) {
 // schedule() with equal delays from one thread is a tie too, whatever the heap shape.
 TEST(Fifo, MixedDeadlinesKeepTieOrder) {
   constexpr int kTasks = 3000;
-  ManualClock clock;
   Recorder order;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   for (int i = 0; i < kTasks; ++i) s.schedule([&, i] { order.add(i); }, std::chrono::microseconds(i % 5));
-  clock.advance(5us);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(5us);
   std::vector<int> ids = order.ids();
   ASSERT_EQ(ids.size(), static_cast<std::size_t>(kTasks));
   std::vector<int> expected;
@@ -60,11 +55,10 @@ TEST(Fifo, MixedDeadlinesKeepTieOrder) {
 TEST(Fifo, EqualDeadlinesAcrossThreadsKeepHappensBeforeOrder) {
   constexpr int kBatches = 20;
   constexpr int kPairs = 1000;  // per batch: 20,000 pairs in all
-  ManualClock clock;
   std::vector<int> position(2 * kPairs);
   std::mutex mu;
   int next_position = 0;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
 
   int inversions = 0;
   for (int batch = 0; batch < kBatches; ++batch) {
@@ -76,7 +70,7 @@ TEST(Fifo, EqualDeadlinesAcrossThreadsKeepHappensBeforeOrder) {
       std::lock_guard lock(mu);
       position[id] = next_position++;
     };
-    auto deadline = clock.now() + 1ms;
+    auto deadline = s.clock.now() + 1ms;
     std::atomic<int> published{-1};
     std::thread a([&] {
       for (int i = 0; i < kPairs; ++i) {
@@ -92,8 +86,7 @@ TEST(Fifo, EqualDeadlinesAcrossThreadsKeepHappensBeforeOrder) {
     });
     a.join();
     b.join();
-    clock.advance(1ms);
-    ASSERT_TRUE(s.wait_idle(kPatience));
+    s.step(1ms);
     std::lock_guard lock(mu);
     ASSERT_EQ(next_position, 2 * kPairs) << "batch " << batch;
     for (int i = 0; i < kPairs; ++i) {
@@ -111,7 +104,6 @@ TEST(Fifo, EqualDeadlinesAcrossThreadsKeepHappensBeforeOrder) {
 // the next pair. Each pair is its own tie, racing the leader's drain of the inbox.
 TEST(Fifo, EqualDeadlinesAcrossThreadsInLockstep) {
   constexpr int kPairs = 4000;
-  ManualClock clock;
   std::vector<int> position(2 * kPairs, -1);
   std::mutex mu;
   int next_position = 0;
@@ -119,8 +111,8 @@ TEST(Fifo, EqualDeadlinesAcrossThreadsInLockstep) {
     std::lock_guard lock(mu);
     position[id] = next_position++;
   };
-  ManualScheduler s(single_thread(), clock);
-  auto deadline = clock.now() + 1ms;
+  Manual s;
+  auto deadline = s.clock.now() + 1ms;
   std::atomic<int> a_done{-1}, b_done{-1};
   std::thread b([&] {
     for (int i = 0; i < kPairs; ++i) {
@@ -135,8 +127,7 @@ TEST(Fifo, EqualDeadlinesAcrossThreadsInLockstep) {
     while (b_done.load(std::memory_order_acquire) < i) std::this_thread::yield();
   }
   b.join();
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   std::lock_guard lock(mu);
   ASSERT_EQ(next_position, 2 * kPairs);
   int inversions = 0;
@@ -151,7 +142,6 @@ TEST(Fifo, EqualDeadlinesAcrossThreadsInLockstep) {
 // while the single thread is draining and running tasks concurrently.
 TEST(Fifo, ExecuteAcrossThreadsWhileRunning) {
   constexpr int kPairs = 3000;
-  ManualClock clock;
   std::vector<int> position(2 * kPairs, -1);
   std::mutex mu;
   int next_position = 0;
@@ -159,7 +149,7 @@ TEST(Fifo, ExecuteAcrossThreadsWhileRunning) {
     std::lock_guard lock(mu);
     position[id] = next_position++;
   };
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   std::atomic<int> a_done{-1}, b_done{-1};
   std::thread b([&] {
     for (int i = 0; i < kPairs; ++i) {

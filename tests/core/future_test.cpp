@@ -23,6 +23,7 @@ using kairos::Duration;
 using kairos::ManualClock;
 using kairos_test::Gate;
 using kairos_test::kPatience;
+using kairos_test::Manual;
 using kairos_test::ManualScheduler;
 using kairos_test::single_thread;
 
@@ -92,9 +93,8 @@ TEST(Future, GetRethrowsANonStandardExceptionUnchanged) {
 }
 
 TEST(Future, CancelBeforeStartCompletesAsCancelled) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([&] { ++runs; return 1; }, 10ms);
   auto copy = f;
   EXPECT_FALSE(f.is_done());
@@ -106,14 +106,12 @@ TEST(Future, CancelBeforeStartCompletesAsCancelled) {
   EXPECT_THROW(f.get(), kairos::CancelledError);
   EXPECT_THROW(copy.get(), kairos::CancelledError);
   EXPECT_EQ(f.wait_for(0ms), std::future_status::ready);
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(runs, 0);
 }
 
 TEST(Future, WaitForTimesOutThenBecomesReady) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] { return 5; }, 1h);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(f.wait_for(20ms), std::future_status::timeout);
@@ -121,7 +119,7 @@ TEST(Future, WaitForTimesOutThenBecomesReady) {
   EXPECT_EQ(f.wait_for(0ms), std::future_status::timeout);
   EXPECT_EQ(f.wait_for(-5s), std::future_status::timeout);
   EXPECT_FALSE(f.is_done());
-  clock.advance(1h);
+  s.clock.advance(1h);
   EXPECT_EQ(f.wait_for(kPatience), std::future_status::ready);
   EXPECT_TRUE(f.is_done());
   EXPECT_EQ(f.get(), 5);
@@ -144,17 +142,15 @@ TEST(Future, WaitForReturnsWhenTheTaskCompletes) {
 
 // wait() blocks until the task is done, then get() does not block; a cancel releases it too.
 TEST(Future, WaitBlocksUntilDoneOnTheManualClock) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] { return 7; }, 10ms);
   auto g = s.schedule([] { return 8; }, 1h);
   std::atomic<bool> f_waited{false}, g_waited{false};
   std::thread waiter_f([&] { f.wait(); f_waited.store(true); });
   std::thread waiter_g([&] { g.wait(); g_waited.store(true); });
-  clock.advance(9ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(9ms);
   EXPECT_FALSE(f_waited.load()) << "wait() returned before the task ran";
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   waiter_f.join();
   EXPECT_TRUE(f_waited.load());
   EXPECT_TRUE(f.is_done());
@@ -170,8 +166,7 @@ TEST(Future, WaitBlocksUntilDoneOnTheManualClock) {
 // wait_until: never returns before its deadline unless the task is done; a steady_clock deadline
 // (SteadyClock's time point) and a system_clock one; a passed deadline does not wait.
 TEST(Future, WaitUntilTimesOutAtItsDeadlineThenBecomesReady) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] { return 5; }, 1h);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(f.wait_until(kairos::SteadyClock::now() + 20ms), std::future_status::timeout);
@@ -183,7 +178,7 @@ TEST(Future, WaitUntilTimesOutAtItsDeadlineThenBecomesReady) {
   EXPECT_EQ(f.wait_until(std::chrono::steady_clock::time_point::min()), std::future_status::timeout);
   EXPECT_EQ(f.wait_until(std::chrono::system_clock::now() - 1s), std::future_status::timeout);
   EXPECT_FALSE(f.is_done());
-  clock.advance(1h);
+  s.clock.advance(1h);
   EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() + kPatience), std::future_status::ready);
   EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() - 1s), std::future_status::ready);
   EXPECT_EQ(f.wait_until(std::chrono::system_clock::now() - 1s), std::future_status::ready);
@@ -192,13 +187,12 @@ TEST(Future, WaitUntilTimesOutAtItsDeadlineThenBecomesReady) {
 
 // wait_until returns as soon as the task completes, long before a far deadline.
 TEST(Future, WaitUntilReturnsWhenTheTaskCompletes) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] { return 1; }, 5ms);
   auto g = s.schedule([] { return 2; }, 5ms);
   std::thread advancer([&] {
     std::this_thread::sleep_for(5ms);
-    clock.advance(5ms);
+    s.clock.advance(5ms);
   });
   EXPECT_EQ(f.wait_until(std::chrono::steady_clock::now() + std::chrono::hours(1)), std::future_status::ready);
   EXPECT_EQ(g.wait_until(std::chrono::system_clock::now() + std::chrono::hours(1)), std::future_status::ready);
@@ -207,16 +201,15 @@ TEST(Future, WaitUntilReturnsWhenTheTaskCompletes) {
 }
 
 TEST(Future, DelayCountsDownOnTheManualClock) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] {}, 10ms);
   EXPECT_EQ(f.delay(), 10ms);
-  clock.advance(4ms);
+  s.clock.advance(4ms);
   EXPECT_EQ(f.delay(), 6ms);
-  clock.advance(6ms);
+  s.clock.advance(6ms);
   EXPECT_LE(f.delay(), Duration::zero());
   ASSERT_TRUE(s.wait_idle(kPatience));
-  clock.advance(5ms);
+  s.clock.advance(5ms);
   EXPECT_LE(f.delay(), Duration::zero());
 }
 
@@ -255,20 +248,18 @@ TEST(Future, MoveOnlyResultIsMovedOutOnce) {
 }
 
 TEST(Future, ManyWaitersAreReleasedTogether) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   auto f = s.schedule([] { return 9; }, 1ms);
   std::atomic<int> sum{0};
   std::vector<std::thread> waiters;
   for (int i = 0; i < 4; ++i) waiters.emplace_back([&, g = f]() mutable { sum += g.get(); });
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   for (auto& t : waiters) t.join();
   EXPECT_EQ(sum, 36);
 }
 
 TEST(Future, CancelReleasesABlockedGet) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([] { return 1; }, 1h);
   std::atomic<bool> cancelled_seen{false};
   std::thread waiter([&, g = f]() mutable {
@@ -300,18 +291,22 @@ TEST(Future, OutlivesTheScheduler) {
   EXPECT_TRUE(pending.is_cancelled());
   EXPECT_THROW(pending.get(), kairos::CancelledError);
   EXPECT_FALSE(pending.cancel());
+  (void)pending.delay();
+  // A default-constructed future has no task at all.
+  kairos::ScheduledFuture<int> empty;
+  EXPECT_THROW(empty.get(), std::future_error);
+  EXPECT_FALSE(empty.cancel());
+  EXPECT_FALSE(empty.is_done());
 }
 
 TEST(Future, PeriodicAndManualFuturesOutliveTheScheduler) {
   kairos::ScheduledFuture<void> periodic;
   kairos::ScheduledFuture<int> one_shot;
-  ManualClock clock;
   {
-    ManualScheduler s(single_thread(), clock);
+    Manual s;
     periodic = s.schedule_with_fixed_delay([] {}, 1ms, 1ms);
     one_shot = s.schedule([] { return 1; }, 1h);
-    clock.advance(3ms);
-    ASSERT_TRUE(s.wait_idle(kPatience));
+    s.step(3ms);
   }
   EXPECT_TRUE(periodic.is_cancelled());
   EXPECT_THROW(periodic.get(), kairos::CancelledError);

@@ -21,10 +21,9 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kairos::ManualClock;
 using kairos_test::Gate;
 using kairos_test::kPatience;
-using kairos_test::ManualScheduler;
+using kairos_test::Manual;
 using kairos_test::single_thread;
 
 thread_local int t_marker = 0;
@@ -92,11 +91,10 @@ TEST(OnRejected, GetsEveryRefusedSubmissionOnceAfterShutdownAndOverridesThePolic
     why.push_back(info);
     kept.push_back(std::move(t));
   };
-  ManualClock clock;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   s.shutdown();
   auto f1 = s.schedule([] { return 1; }, 1s);
-  auto f2 = s.schedule_at([] {}, clock.now());
+  auto f2 = s.schedule_at([] {}, s.clock.now());
   auto f3 = s.schedule_at_fixed_rate([] {}, 1s, 1s);
   auto f4 = s.schedule_with_fixed_delay([] {}, 1s, 1s);
   auto f5 = s.submit([] { return 5; });
@@ -129,8 +127,7 @@ TEST(OnRejected, OverCapacityItGetsTheCapacityAndDiscardOldestIsNotApplied) {
     why.push_back(info);
     t.run();  // caller-runs, decided by the handler
   };
-  ManualClock clock;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto a = s.schedule([] { return 1; }, 1s);
   auto b = s.schedule([] { return 2; }, 2s);
   auto c = s.schedule([] { return 3; }, 3s);
@@ -191,13 +188,12 @@ TEST(ExecutionHooks, RunAroundEveryRunOnTheRunnersThreadInOrderWithTheException)
     log.add("wrap out");
   };
   o.after_execute = [&](const kairos::ExecutionInfo&, std::exception_ptr e) { log.add("after " + what_of(e)); };
-  ManualClock clock;
-  ManualScheduler s(o, clock);
-  std::int64_t t0 = kairos_test::ns(clock.now());
+  Manual s(o);
+  std::int64_t t0 = kairos_test::ns(s.clock.now());
   auto ok = s.schedule([&] { log.add("run ok"); }, 1s);
   auto bad = s.schedule([&]() -> int { log.add("run bad"); throw std::runtime_error("boom"); }, 2s);
   auto per = s.schedule_at_fixed_rate([&] { log.add("tick"); }, 3s, 1s);
-  clock.advance(4s);
+  s.clock.advance(4s);
   ASSERT_TRUE(s.wait_idle(kPatience));  // a batch ends (hooks included) before it is idle
   EXPECT_THROW(bad.get(), std::runtime_error);
   const std::string d1 = std::to_string(t0 + 1'000'000'000), d2 = std::to_string(t0 + 2'000'000'000),
@@ -226,11 +222,10 @@ TEST(ExecutionHooks, AfterExecuteRunsAfterTheFutureCompletedAndOnTheSameThread) 
     after.push_back(std::this_thread::get_id());
     done_in_after.push_back(fut.load()->is_done());
   };
-  ManualClock clock;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto f = s.schedule([] { return std::this_thread::get_id(); }, 1s);
   fut = &f;  // before the clock lets it run
-  clock.advance(1s);
+  s.clock.advance(1s);
   auto task_thread = f.get();
   ASSERT_TRUE(s.wait_idle(kPatience));
   std::lock_guard lk(mu);
@@ -256,8 +251,7 @@ TEST(ExecutionHooks, ADecoratorThatSkipsOrRepeatsRunStillRunsTheTaskExactlyOnce)
     std::lock_guard lk(mu);
     uncaught.push_back(what_of(e));
   };
-  ManualClock clock;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   std::atomic<int> runs{0};
   for (int m = 0; m < 3; ++m) {
     mode = m;
@@ -295,8 +289,7 @@ TEST(ExecutionHooks, NotCalledForCallerRunsOrShutdownNowTasks) {
   o.capacity = 1;
   o.rejection = kairos::Rejection::caller_runs;
   o.before_execute = [&](const kairos::ExecutionInfo&) { ++hooks; };
-  ManualClock clock;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto a = s.schedule([] {}, 1s);
   auto b = s.schedule([] { return 2; }, 1s);  // over capacity: runs here, as in Java, unhooked
   EXPECT_EQ(b.get(), 2);

@@ -27,14 +27,14 @@ using kairos::ManualClock;
 using kairos_test::eventually;
 using kairos_test::Gate;
 using kairos_test::kPatience;
+using kairos_test::Manual;
 using kairos_test::ManualScheduler;
 using kairos_test::single_thread;
 
 // ---- purge ------------------------------------------------------------------------------------------
 
 TEST(Purge, RemovesTheRetainedCancelledTasksAndReturnsHowMany) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);  // remove-on-cancel off: cancelled tasks stay
+  Manual s;  // remove-on-cancel off: cancelled tasks stay
   std::vector<kairos::ScheduledFuture<void>> fs;
   for (int i = 0; i < 10; ++i) fs.push_back(s.schedule([] {}, std::chrono::seconds(1 + i)));
   for (int i = 0; i < 10; i += 2) EXPECT_TRUE(fs[static_cast<std::size_t>(i)].cancel());
@@ -45,15 +45,14 @@ TEST(Purge, RemovesTheRetainedCancelledTasksAndReturnsHowMany) {
   EXPECT_EQ(s.task_count(), 5u);
   EXPECT_EQ(s.purge(), 0u);
   for (int i = 1; i < 10; i += 2) EXPECT_FALSE(fs[static_cast<std::size_t>(i)].is_done());
-  clock.advance(10s);
+  s.clock.advance(10s);
   for (int i = 1; i < 10; i += 2) fs[static_cast<std::size_t>(i)].get();
   EXPECT_EQ(s.stats().total().cancelled, 5u);  // each counted once
   EXPECT_EQ(s.queue_size(), 0u);
 }
 
 TEST(Purge, AfterShutdownThePurgeOfTheLastTasksLetsTheSchedulerTerminate) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto keep = s.schedule([] {}, 1h);
   auto f = s.schedule([] {}, 2h);
   f.cancel();
@@ -81,8 +80,7 @@ TEST(Counters, PoolSizesAreTheWholePoolUntilItExits) {
 }
 
 TEST(Counters, ActiveCompletedAndTaskCountFollowJavasDefinitions) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   EXPECT_EQ(s.task_count(), 0u);
   EXPECT_EQ(s.completed_task_count(), 0u);
   Gate gate;
@@ -98,7 +96,7 @@ TEST(Counters, ActiveCompletedAndTaskCountFollowJavasDefinitions) {
   EXPECT_EQ(s.completed_task_count(), 0u);
   gate.open();
   EXPECT_TRUE(blocked.get());
-  clock.advance(1s);
+  s.clock.advance(1s);
   later.get();
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(s.active_count(), 0u);
@@ -108,8 +106,7 @@ TEST(Counters, ActiveCompletedAndTaskCountFollowJavasDefinitions) {
   std::atomic<int> runs{0};
   auto per = s.schedule_at_fixed_rate([&] { ++runs; }, 1s, 1s);
   for (int i = 0; i < 3; ++i) {
-    clock.advance(1s);
-    ASSERT_TRUE(s.wait_idle(kPatience));
+    s.step(1s);
   }
   EXPECT_EQ(runs.load(), 3);
   EXPECT_EQ(s.completed_task_count(), 5u);
@@ -153,10 +150,9 @@ TEST(InvokeAll, TimedCancelsWhatIsNotDoneAtTheTimeout) {
 }
 
 TEST(InvokeAll, ARejectedSubmissionCancelsTheOthersAndThrows) {
-  ManualClock clock;
   kairos::Options o = single_thread();
   o.capacity = 1;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto blocker = s.schedule([] {}, 1h);  // the shard is full
   std::vector<std::function<void()>> tasks{[] {}, [] {}};
   EXPECT_THROW(s.invoke_all(tasks), kairos::RejectedExecution);
@@ -189,8 +185,7 @@ TEST(InvokeAny, ReturnsTheFirstNormalResultAndCancelsTheRest) {
 }
 
 TEST(InvokeAny, AllFailingThrowsTheLastFailure) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);  // one thread: the tasks run in order
+  Manual s;  // one thread: the tasks run in order
   std::vector<std::function<int()>> tasks;
   for (int i = 0; i < 3; ++i)
     tasks.emplace_back([i]() -> int { throw std::runtime_error("fail " + std::to_string(i)); });
@@ -218,8 +213,7 @@ TEST(InvokeAny, VoidTasksAndTasksThatNeverRunDoNotHang) {
 }
 
 TEST(InvokeAny, TimedThrowsTimeoutErrorAndCancelsEverything) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   std::vector<std::function<int(std::stop_token)>> tasks;
   tasks.emplace_back([](std::stop_token st) {
     while (!st.stop_requested()) std::this_thread::yield();

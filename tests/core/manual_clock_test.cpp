@@ -48,6 +48,8 @@ TEST(ManualClock, NegativeAdvanceThrowsAndLeavesTimeAlone) {
   EXPECT_THROW(clock.advance(Duration::min()), std::invalid_argument);
   EXPECT_THROW(clock.advance(std::chrono::hours::min()), std::invalid_argument);
   EXPECT_EQ(clock.now(), ManualClock::time_point(5ms));
+  clock.advance(0ns);
+  EXPECT_EQ(clock.now(), ManualClock::time_point(5ms));
 }
 
 TEST(ManualClock, SaturatesAtItsLargestTimePoint) {

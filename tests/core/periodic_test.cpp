@@ -21,6 +21,7 @@ using kairos::Duration;
 using kairos::ManualClock;
 using kairos_test::Gate;
 using kairos_test::kPatience;
+using kairos_test::Manual;
 using kairos_test::ManualScheduler;
 using kairos_test::single_thread;
 
@@ -80,11 +81,10 @@ TEST(FixedRate, RunNIsDueAtFirstPlusNPeriods) {
 // Time jumps past many periods at once: every missed run happens, one after another, and the
 // schedule keeps its phase (the next run is due at first + n * period, not "now + period").
 TEST(FixedRate, CatchesUpEveryMissedRunWithoutOverlap) {
-  ManualClock clock;
   std::atomic<int> runs{0};
   std::atomic<bool> inside{false};
   std::atomic<int> overlaps{0};
-  ManualScheduler s(kairos_test::threads(1, 3), clock);
+  Manual s(kairos_test::threads(1, 3));
   auto f = s.schedule_at_fixed_rate(
       [&] {
         if (inside.exchange(true)) ++overlaps;
@@ -93,18 +93,16 @@ TEST(FixedRate, CatchesUpEveryMissedRunWithoutOverlap) {
         inside.store(false);
       },
       5ms, 10ms);
-  clock.advance(98ms);  // runs due at 5, 15, ..., 95: ten of them
+  s.clock.advance(98ms);  // runs due at 5, 15, ..., 95: ten of them
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs, 10);
   EXPECT_EQ(overlaps, 0);
   EXPECT_EQ(f.delay(), 7ms);  // run 10 is due at 105 ms
-  clock.advance(7ms - 1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(7ms - 1ns);
   EXPECT_EQ(runs, 10);
-  clock.advance(1ns);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ns);
   EXPECT_EQ(runs, 11);
-  clock.advance(1000ms);  // 100 more: due at 115 ... 1105
+  s.clock.advance(1000ms);  // 100 more: due at 115 ... 1105
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs, 111);
   EXPECT_EQ(overlaps, 0);
@@ -176,12 +174,11 @@ TEST(FixedDelay, NextRunIsDueDelayAfterThePreviousRunEnds) {
 // plain counter is safe only if each run happens-before the next (ThreadSanitizer checks it).
 TEST(Periodic, RunsNeverOverlapAndEachHappensBeforeTheNext) {
   for (bool fixed_rate : {true, false}) {
-    ManualClock clock;
     long plain_counter = 0;
     std::atomic<bool> inside{false};
     std::atomic<int> overlaps{0};
     std::atomic<int> runs{0};
-    ManualScheduler s(kairos_test::threads(1, 3), clock);
+    Manual s(kairos_test::threads(1, 3));
     std::atomic<int> lost_updates{0};
     auto body = [&] {
       if (inside.exchange(true, std::memory_order_relaxed)) ++overlaps;
@@ -197,8 +194,7 @@ TEST(Periodic, RunsNeverOverlapAndEachHappensBeforeTheNext) {
                         : s.schedule_with_fixed_delay(body, 0ns, 1us);
     ASSERT_TRUE(s.wait_idle(kPatience));  // the runs due at 0 have happened
     for (int step = 0; step < 300; ++step) {
-      clock.advance(fixed_rate ? 3us : 1us);
-      ASSERT_TRUE(s.wait_idle(kPatience));
+      s.step(fixed_rate ? 3us : 1us);
     }
     EXPECT_EQ(overlaps, 0);
     f.cancel();
@@ -238,9 +234,8 @@ TEST(Periodic, NoOverlapOnTheSteadyClock) {
 // ---- futures of periodic tasks ----------------------------------------------------------
 
 TEST(Periodic, FutureNeverCompletesNormally) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule_at_fixed_rate([&] { ++runs; }, 1ms, 1ms);
   std::atomic<bool> get_returned{false};
   std::atomic<bool> got_cancelled{false};
@@ -253,8 +248,7 @@ TEST(Periodic, FutureNeverCompletesNormally) {
     get_returned = true;
   });
   for (int i = 0; i < 5; ++i) {
-    clock.advance(1ms);
-    ASSERT_TRUE(s.wait_idle(kPatience));
+    s.step(1ms);
   }
   EXPECT_EQ(runs, 5);
   EXPECT_FALSE(f.is_done());
@@ -266,18 +260,16 @@ TEST(Periodic, FutureNeverCompletesNormally) {
   EXPECT_TRUE(got_cancelled);
   EXPECT_TRUE(f.is_done());
   EXPECT_TRUE(f.is_cancelled());
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(runs, 5);
 }
 
 // A periodic task that cancels itself from inside a run gets no further run.
 TEST(Periodic, CancelFromInsideARunStopsTheSeries) {
-  ManualClock clock;
   std::atomic<int> runs{0};
   kairos::ScheduledFuture<void> self;
   std::latch self_set(1);
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   self = s.schedule_at_fixed_rate(
       [&] {
         self_set.wait();
@@ -287,8 +279,7 @@ TEST(Periodic, CancelFromInsideARunStopsTheSeries) {
       },
       1ms, 1ms);
   self_set.count_down();
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(runs, 3);
   EXPECT_TRUE(self.is_cancelled());
 }
@@ -301,7 +292,6 @@ struct PeriodicFailure : std::runtime_error {
 
 TEST(Periodic, ExceptionSuppressesLaterRunsAndReachesGetAndOnUncaught) {
   for (bool fixed_rate : {true, false}) {
-    ManualClock clock;
     std::atomic<int> runs{0};
     std::mutex mu;
     std::vector<std::exception_ptr> uncaught;
@@ -315,7 +305,7 @@ TEST(Periodic, ExceptionSuppressesLaterRunsAndReachesGetAndOnUncaught) {
       std::lock_guard lock(mu);
       uncaught.push_back(e);
     };
-    ManualScheduler s(o, clock);
+    Manual s(o);
     auto body = [&] {
       f_set.wait();
       if (++runs == 3) {
@@ -331,8 +321,7 @@ TEST(Periodic, ExceptionSuppressesLaterRunsAndReachesGetAndOnUncaught) {
                    : s.schedule_with_fixed_delay(body, 1ms, 1ms);
     f_set.count_down();
     for (int i = 0; i < 10; ++i) {
-      clock.advance(1ms);
-      ASSERT_TRUE(s.wait_idle(kPatience));
+      s.step(1ms);
     }
     EXPECT_EQ(runs, 3);
     EXPECT_TRUE(f.is_done());
@@ -363,15 +352,13 @@ TEST(Periodic, ExceptionSuppressesLaterRunsAndReachesGetAndOnUncaught) {
 
 // The worker survives a failed periodic task: other tasks keep running on the same thread.
 TEST(Periodic, FailureLeavesTheThreadWorking) {
-  ManualClock clock;
   std::atomic<int> uncaught{0};
   kairos::Options o = single_thread();
   o.on_uncaught = [&](std::exception_ptr) { ++uncaught; };
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto p = s.schedule_with_fixed_delay([] { throw 42; }, 1ms, 1ms);
   auto other = s.schedule([] { return std::this_thread::get_id(); }, 2ms);
-  clock.advance(2ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(2ms);
   EXPECT_TRUE(p.is_done());
   EXPECT_THROW(p.get(), int);
   EXPECT_TRUE(other.is_done());

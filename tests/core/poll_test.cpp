@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 using kairos::ManualClock;
 using kairos_test::kPatience;
 using kairos_test::Recorder;
-using Manual = kairos::BasicScheduler<ManualClock>;  // never the suite's polling wrapper here
+using Polled = kairos::BasicScheduler<ManualClock>;  // never the suite's polling wrapper here
 
 kairos::Options polled(unsigned shards = 1) {
   kairos::Options o;
@@ -35,7 +35,7 @@ ManualClock::time_point at(std::chrono::nanoseconds d) { return ManualClock::tim
 
 TEST(PollMode, RunsDueTasksOnTheCallingThreadInDeadlineOrder) {
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   Recorder order;
   std::vector<std::thread::id> ran_on;
   for (int id : {3, 1, 2}) s.schedule([&, id] { order.add(id); ran_on.push_back(std::this_thread::get_id()); }, id * 1ms);
@@ -53,7 +53,7 @@ TEST(PollMode, RunsDueTasksOnTheCallingThreadInDeadlineOrder) {
 
 TEST(PollMode, NothingRunsUntilTheOwnerPolls) {
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   std::atomic<int> runs{0};
   auto f = s.submit([&] { return ++runs; });
   clock.advance(1h);
@@ -65,7 +65,7 @@ TEST(PollMode, NothingRunsUntilTheOwnerPolls) {
 
 TEST(PollMode, LimitBoundsOnePollAndKeepsTheOrder) {
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   Recorder order;
   for (int id = 0; id < 10; ++id) s.schedule([&, id] { order.add(id); }, 1ms);  // equal deadlines: FIFO
   clock.advance(1ms);
@@ -80,7 +80,7 @@ TEST(PollMode, NextDeadlineFollowsSubmitCancelAndReArm) {
   ManualClock clock;
   kairos::Options o = polled();
   o.remove_on_cancel = true;
-  Manual s(o, clock);
+  Polled s(o, clock);
   EXPECT_EQ(s.next_deadline(), std::nullopt);
   auto never = s.schedule([] {}, std::chrono::hours::max());
   EXPECT_EQ(s.next_deadline(), std::nullopt);  // never due
@@ -101,7 +101,7 @@ TEST(PollMode, NextDeadlineFollowsSubmitCancelAndReArm) {
 
 TEST(PollMode, FixedRateCatchesUpInOnePollAndNeverOverlaps) {
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   std::vector<std::int64_t> seen;
   auto f = s.schedule_at_fixed_rate([&] { seen.push_back(kairos_test::ns(clock.now())); }, 1ms, 1ms);
   clock.advance(5ms);
@@ -119,7 +119,7 @@ TEST(PollMode, OtherThreadsSubmitCancelAndReArmWhileTheOwnerPolls) {
   constexpr int kProducers = 3;
   constexpr int kPerProducer = 2000;
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   std::atomic<int> ran{0};
   std::atomic<int> cancelled{0};
   std::atomic<bool> producing{true};
@@ -156,7 +156,7 @@ TEST(PollMode, ShutdownPoliciesApplyAndAPollTerminates) {
     ++terminated_hooks;
     hook_thread = std::this_thread::get_id();
   };
-  Manual s(o, clock);
+  Polled s(o, clock);
   Recorder order;
   auto delayed = s.schedule([&] { order.add(1); }, 10ms);  // delayed tasks still run (default)
   auto periodic = s.schedule_at_fixed_rate([&] { order.add(9); }, 5ms, 5ms);  // periodic ones stop
@@ -188,7 +188,7 @@ TEST(PollMode, AwaitTerminationAndCloseDriveTheLoopThemselves) {
 
 TEST(PollMode, ShutdownNowReturnsThePendingTasksAndTheNextPollTerminates) {
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   Recorder order;
   s.schedule([&] { order.add(2); }, 2ms);
   s.schedule([&] { order.add(1); }, 1ms);
@@ -203,7 +203,7 @@ TEST(PollMode, ShutdownNowReturnsThePendingTasksAndTheNextPollTerminates) {
 
 TEST(PollMode, ATaskMayPollWaitOrCloseItsOwnSchedulerWithoutDeadlock) {
   ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   std::size_t inner_poll = 99;
   bool inner_idle = true;
   auto f = s.submit([&] {
@@ -264,7 +264,7 @@ TEST(PollMode, BadUseIsAClearError) {
 
 TEST(PollMode, EveryShardIsPolled) {
   ManualClock clock;
-  Manual s(polled(4), clock);
+  Polled s(polled(4), clock);
   std::atomic<int> ran{0};
   std::vector<std::thread> producers;  // threads are placed on shards round robin
   for (int p = 0; p < 8; ++p)

@@ -19,7 +19,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using Manual = kairos::BasicScheduler<kairos::ManualClock>;
+using Polled = kairos::BasicScheduler<kairos::ManualClock>;
 
 kairos::Options polled() {
   kairos::Options o;
@@ -32,11 +32,11 @@ bool readable(int fd, int timeout_ms = 0) {
   return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
 }
 
-std::uint64_t wakes(const Manual& s) { return s.stats().total().loop_wakes; }
+std::uint64_t wakes(const Polled& s) { return s.stats().total().loop_wakes; }
 
 TEST(PollWake, AnEarlierSubmissionFromAnotherThreadWakesALoopInEpollWait) {
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   s.schedule([] {}, 1h);
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   ASSERT_GE(ep, 0);
@@ -60,7 +60,7 @@ TEST(PollWake, AnEarlierSubmissionFromAnotherThreadWakesALoopInEpollWait) {
 
 TEST(PollWake, ALaterSubmissionDoesNotWakeAndOnlyTheFirstEarlierOneDoes) {
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   s.schedule([] {}, 10ms);
   ASSERT_TRUE(s.next_deadline().has_value());
   std::thread([&] {
@@ -80,7 +80,7 @@ TEST(PollWake, ALaterSubmissionDoesNotWakeAndOnlyTheFirstEarlierOneDoes) {
 
 TEST(PollWake, AReArmToEarlierWakesTheLoopAndToLaterDoesNot) {
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  Polled s(polled(), clock);
   auto r = s.schedule_rearmable([] {}, 1h);
   (void)s.poll();
   ASSERT_EQ(s.next_deadline(), kairos::ManualClock::time_point(1h));
@@ -110,7 +110,7 @@ TEST(PollWake, TheCallbackRunsOnTheWakingThreadOncePerArm) {
     on_submitter = std::this_thread::get_id() == submitter;
   };
   kairos::ManualClock clock;
-  Manual s(o, clock);
+  Polled s(o, clock);
   s.schedule([] {}, 1h);
   (void)s.next_deadline();
   std::thread other([&] {

@@ -19,36 +19,32 @@ namespace {
 using namespace kairos_test;
 
 TEST(Rearm, ALaterDeadlineIsNeverEarly) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   std::atomic<int> runs{0};
   auto f = s.schedule_rearmable([&] { runs.fetch_add(1); }, 10ms);
-  clock.advance(5ms);
+  s.clock.advance(5ms);
   ASSERT_TRUE(f.rearm(10ms));  // now due at 15 ms
   EXPECT_EQ(f.delay(), 10ms);
-  clock.advance(5ms);  // the old deadline: the leader wakes, re-files, does not run it
+  s.clock.advance(5ms);  // the old deadline: the leader wakes, re-files, does not run it
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs.load(), 0);
   EXPECT_EQ(s.queue_size(), 1u);
-  clock.advance(4ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(4ms);
   EXPECT_EQ(runs.load(), 0);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   f.get();
   EXPECT_EQ(runs.load(), 1);
   EXPECT_EQ(s.queue_size(), 0u);
 }
 
 TEST(Rearm, AnEarlierDeadlineIsNeverLate) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule_rearmable([] { return 5; }, 1h);
   ASSERT_TRUE(s.wait_idle(kPatience));  // filed at 1 h
   ASSERT_TRUE(f.rearm(2ms));
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   EXPECT_FALSE(f.is_done());
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   EXPECT_EQ(f.get(), 5);
 }
 
@@ -66,8 +62,7 @@ TEST(Rearm, AnEarlierDeadlineWakesALeaderAsleepForTheOldOne) {
 }
 
 TEST(Rearm, EqualDeadlinesStartInReArmOrder) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   Recorder order;
   auto a = s.schedule_rearmable([&] { order.add(1); }, 5ms);
   auto b = s.schedule_rearmable([&] { order.add(2); }, 1h);
@@ -77,15 +72,14 @@ TEST(Rearm, EqualDeadlinesStartInReArmOrder) {
   ASSERT_TRUE(b.rearm(10ms));  // earlier
   ASSERT_TRUE(a.rearm(10ms));  // later
   auto d = s.schedule_at([&] { order.add(4); }, kairos::ManualClock::time_point(10ms));  // after them
-  clock.advance(10ms);
+  s.clock.advance(10ms);
   d.get();
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(order.ids(), (std::vector<int>{3, 2, 1, 4}));
 }
 
 TEST(Rearm, OnlyAPendingReArmableTaskCanBeReArmed) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto plain = s.schedule([] {}, 1h);
   EXPECT_FALSE(plain.is_rearmable());
   EXPECT_FALSE(plain.rearm(1ms));
@@ -101,10 +95,9 @@ TEST(Rearm, OnlyAPendingReArmableTaskCanBeReArmed) {
 }
 
 TEST(Rearm, ReArmedTasksCancelAndReturnFromShutdownNowByTheirNewDeadline) {
-  kairos::ManualClock clock;
   kairos::Options o = single_thread();
   o.remove_on_cancel = true;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto a = s.schedule_rearmable([] { return 1; }, 10ms);
   auto b = s.schedule_rearmable([] { return 2; }, 20ms);
   auto c = s.schedule_rearmable([] { return 3; }, 30ms);
@@ -122,15 +115,13 @@ TEST(Rearm, ReArmedTasksCancelAndReturnFromShutdownNowByTheirNewDeadline) {
 }
 
 TEST(Rearm, NeverDueAndBackAgain) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule_rearmable([] {}, 1ms);
   ASSERT_TRUE(f.rearm(std::chrono::hours::max()));
-  clock.advance(1h);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1h);
   EXPECT_FALSE(f.is_done());
   ASSERT_TRUE(f.rearm(1ms));
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   f.get();
 }
 
@@ -173,40 +164,37 @@ TEST(Rearm, RaceWithTheRunHasExactlyOneWinner) {
 // rearm_at: an absolute deadline on the scheduler's clock; later and earlier, never early nor
 // late, from a clock reading the caller already has.
 TEST(Rearm, RearmAtMovesToTheAbsoluteDeadline) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   std::atomic<int> runs{0};
   auto f = s.schedule_rearmable([&] { runs.fetch_add(1); }, 10ms);
-  clock.advance(4ms);
-  auto now = clock.now();  // the loop's reading
-  clock.advance(1ms);      // time moves on before the loop re-arms: the deadline stays absolute
+  s.clock.advance(4ms);
+  auto now = s.clock.now();  // the loop's reading
+  s.clock.advance(1ms);      // time moves on before the loop re-arms: the deadline stays absolute
   ASSERT_TRUE(f.rearm_at(now + 20ms));  // due at 24 ms, not 25 ms
   EXPECT_EQ(f.delay(), 19ms);
-  clock.advance(5ms);  // the old deadline (10 ms): not run
+  s.clock.advance(5ms);  // the old deadline (10 ms): not run
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs.load(), 0);
-  clock.advance(13ms);  // 23 ms
+  s.clock.advance(13ms);  // 23 ms
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs.load(), 0) << "ran before its re-armed deadline";
   ASSERT_TRUE(f.rearm_at(kairos::ManualClock::time_point(30ms)));  // later again
-  clock.advance(1ms);  // 24 ms: the previous deadline, not run
+  s.clock.advance(1ms);  // 24 ms: the previous deadline, not run
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(runs.load(), 0);
   ASSERT_TRUE(f.rearm_at(kairos::ManualClock::time_point(26ms)));  // earlier
-  clock.advance(2ms);  // 26 ms
+  s.clock.advance(2ms);  // 26 ms
   f.get();
   EXPECT_EQ(runs.load(), 1);
-  EXPECT_FALSE(f.rearm_at(clock.now() + 1ms)) << "re-armed a task that already ran";
+  EXPECT_FALSE(f.rearm_at(s.clock.now() + 1ms)) << "re-armed a task that already ran";
 }
 
 TEST(Rearm, RearmAtAPastDeadlineRunsAtOnceAndKeepsReArmOrder) {
-  kairos::ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   Recorder order;
   auto a = s.schedule_rearmable([&] { order.add(1); }, 1h);
   auto b = s.schedule_rearmable([&] { order.add(2); }, 1h);
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   ASSERT_TRUE(b.rearm_at(kairos::ManualClock::time_point(3ms)));  // in the past: due now
   ASSERT_TRUE(a.rearm_at(kairos::ManualClock::time_point(3ms)));  // equal: after b
   a.get();

@@ -21,6 +21,7 @@ using namespace std::chrono_literals;
 using kairos::ManualClock;
 using kairos_test::Gate;
 using kairos_test::kPatience;
+using kairos_test::Manual;
 using kairos_test::ManualScheduler;
 using kairos_test::Recorder;
 using kairos_test::single_thread;
@@ -110,8 +111,7 @@ TEST(States, RunningTaskDelaysTerminationAfterShutdownNow) {
 // ---- shutdown() and the policies ---------------------------------------------------------
 
 TEST(Shutdown, RejectsLaterSubmissions) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   s.schedule([] {}, 1h);
   s.shutdown();
   expect_every_submission_rejected(s);
@@ -119,19 +119,17 @@ TEST(Shutdown, RejectsLaterSubmissions) {
 }
 
 TEST(Shutdown, DelayedTasksStillRunByDefault) {
-  ManualClock clock;
   Recorder order;
-  ManualScheduler s(kairos_test::threads(2, 1), clock);
+  Manual s(kairos_test::threads(2, 1));
   auto a = s.schedule([&] { order.add(1); }, 10ms);
   auto b = s.schedule_at([&] { order.add(2); }, ManualClock::time_point(20ms));
   s.shutdown();
   EXPECT_FALSE(a.is_cancelled());
   EXPECT_FALSE(b.is_cancelled());
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(order.ids(), (std::vector<int>{1}));
   EXPECT_FALSE(s.is_terminated());
-  clock.advance(10ms);
+  s.clock.advance(10ms);
   ASSERT_TRUE(s.await_termination(kPatience));
   EXPECT_EQ(order.ids(), (std::vector<int>{1, 2}));
 }
@@ -139,20 +137,19 @@ TEST(Shutdown, DelayedTasksStillRunByDefault) {
 // With the delayed policy off, shutdown() cancels delayed one-shot tasks before it returns;
 // one-shot tasks already due stay and run (the single thread is held busy meanwhile).
 TEST(Shutdown, DelayedPolicyOffCancelsOnlyNotYetDueTasks) {
-  ManualClock clock;
   Gate gate;
   std::latch started(1);
   std::atomic<int> due_runs{0}, delayed_runs{0};
   kairos::Options o = single_thread();
   o.execute_existing_delayed_tasks_after_shutdown = false;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   s.execute([&] {
     started.count_down();
     gate.wait();
   });
   started.wait();
   auto overdue = s.schedule([&] { ++due_runs; }, 1ms);
-  clock.advance(2ms);
+  s.clock.advance(2ms);
   auto immediate = s.submit([&] { ++due_runs; return 1; });
   s.execute([&] { ++due_runs; });
   auto delayed = s.schedule([&] { ++delayed_runs; }, 10ms);
@@ -166,15 +163,14 @@ TEST(Shutdown, DelayedPolicyOffCancelsOnlyNotYetDueTasks) {
   ASSERT_TRUE(s.await_termination(kPatience));
   EXPECT_EQ(due_runs, 3);
   EXPECT_EQ(immediate.get(), 1);
-  clock.advance(1h);
+  s.clock.advance(1h);
   EXPECT_EQ(delayed_runs, 0);
 }
 
 TEST(Shutdown, DueTasksRunUnderTheDefaultPolicyToo) {
-  ManualClock clock;
   Gate gate;
   std::latch started(1);
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   s.execute([&] {
     started.count_down();
     gate.wait();
@@ -189,20 +185,18 @@ TEST(Shutdown, DueTasksRunUnderTheDefaultPolicyToo) {
 }
 
 TEST(Shutdown, PeriodicTasksAreCancelledByDefault) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto rate = s.schedule_at_fixed_rate([&] { ++runs; }, 1ms, 1ms);
   auto delay = s.schedule_with_fixed_delay([&] { ++runs; }, 1ms, 1ms);
-  clock.advance(2ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(2ms);
   int before = runs;
   EXPECT_EQ(before, 3);  // fixed rate at 1 and 2 ms; fixed delay once, at 2 ms (due 3 ms next)
   s.shutdown();
   EXPECT_TRUE(rate.is_cancelled());
   EXPECT_TRUE(delay.is_cancelled());
   ASSERT_TRUE(s.await_termination(kPatience));
-  clock.advance(10ms);
+  s.clock.advance(10ms);
   EXPECT_EQ(runs, before);
   EXPECT_THROW(rate.get(), kairos::CancelledError);
 }
@@ -210,11 +204,10 @@ TEST(Shutdown, PeriodicTasksAreCancelledByDefault) {
 // A periodic run in progress at shutdown() finishes, then the task is cancelled instead of
 // being queued again.
 TEST(Shutdown, RunningPeriodicTaskIsCancelledAfterItsRun) {
-  ManualClock clock;
   Gate gate;
   std::latch started(1);
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule_at_fixed_rate(
       [&] {
         ++runs;
@@ -222,11 +215,11 @@ TEST(Shutdown, RunningPeriodicTaskIsCancelledAfterItsRun) {
         gate.wait();
       },
       1ms, 1ms);
-  clock.advance(1ms);
+  s.clock.advance(1ms);
   started.wait();
   s.shutdown();
   EXPECT_FALSE(s.is_terminated());
-  clock.advance(5ms);
+  s.clock.advance(5ms);
   gate.open();
   ASSERT_TRUE(s.await_termination(kPatience));
   EXPECT_EQ(runs, 1);
@@ -234,38 +227,33 @@ TEST(Shutdown, RunningPeriodicTaskIsCancelledAfterItsRun) {
 }
 
 TEST(Shutdown, ContinuePeriodicPolicyKeepsThemRunning) {
-  ManualClock clock;
   std::atomic<int> runs{0};
   kairos::Options o = single_thread();
   o.continue_existing_periodic_tasks_after_shutdown = true;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto f = s.schedule_at_fixed_rate([&] { ++runs; }, 1ms, 1ms);
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   s.shutdown();
   EXPECT_FALSE(f.is_cancelled());
-  clock.advance(3ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(3ms);
   EXPECT_EQ(runs, 4);
   EXPECT_FALSE(s.await_termination(10ms));
   // Turning the policy off after shutdown cancels the periodic task at once.
   s.set_continue_existing_periodic_tasks_after_shutdown(false);
   EXPECT_TRUE(f.is_cancelled());
   ASSERT_TRUE(s.await_termination(kPatience));
-  clock.advance(5ms);
+  s.clock.advance(5ms);
   EXPECT_EQ(runs, 4);
 }
 
 TEST(Shutdown, TurningTheDelayedPolicyOffAfterShutdownCancelsAtOnce) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto a = s.schedule([&] { ++runs; }, 10ms);
   auto b = s.schedule([&] { ++runs; }, 1h);
   s.shutdown();
   EXPECT_FALSE(a.is_cancelled());
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(runs, 1);
   EXPECT_FALSE(b.is_cancelled());
   s.set_execute_existing_delayed_tasks_after_shutdown(false);
@@ -275,8 +263,7 @@ TEST(Shutdown, TurningTheDelayedPolicyOffAfterShutdownCancelsAtOnce) {
 }
 
 TEST(Shutdown, PolicySettersBeforeShutdownTakeEffectAtShutdown) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto delayed = s.schedule([] {}, 1h);
   auto periodic = s.schedule_with_fixed_delay([] {}, 1ms, 1ms);
   s.set_execute_existing_delayed_tasks_after_shutdown(false);
@@ -287,16 +274,15 @@ TEST(Shutdown, PolicySettersBeforeShutdownTakeEffectAtShutdown) {
   EXPECT_FALSE(periodic.is_cancelled());
   EXPECT_FALSE(s.await_termination(5ms));
   EXPECT_TRUE(periodic.cancel());
-  clock.advance(1ms);  // a cancelled task is retained until its deadline
+  s.clock.advance(1ms);  // a cancelled task is retained until its deadline
   ASSERT_TRUE(s.await_termination(kPatience));
 }
 
 // ---- shutdown_now() ---------------------------------------------------------------------
 
 TEST(ShutdownNow, ReturnsPendingTasksEarliestDeadlineFirst) {
-  ManualClock clock;
   Recorder order;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto c = s.schedule([&] { order.add(3); return 30; }, 30ms);
   auto a = s.schedule([&] { order.add(1); return 10; }, 10ms);
   auto cancelled = s.schedule([&] { order.add(-1); return 0; }, 5ms);
@@ -320,8 +306,7 @@ TEST(ShutdownNow, ReturnsPendingTasksEarliestDeadlineFirst) {
 }
 
 TEST(ShutdownNow, TaskRunsInTheCallerWithAFreshToken) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([](std::stop_token st) { return std::make_pair(std::this_thread::get_id(), st.stop_requested()); }, 1h);
   auto tasks = s.shutdown_now();
   ASSERT_EQ(tasks.size(), 1u);
@@ -333,9 +318,8 @@ TEST(ShutdownNow, TaskRunsInTheCallerWithAFreshToken) {
 }
 
 TEST(ShutdownNow, DroppedTasksCompleteAsCancelled) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(kairos_test::threads(2, 1), clock);
+  Manual s(kairos_test::threads(2, 1));
   auto a = s.schedule([&] { ++runs; return 1; }, 1h);
   auto p = s.schedule_at_fixed_rate([&] { ++runs; }, 1h, 1h);
   std::atomic<bool> waiter_cancelled{false};
@@ -367,8 +351,7 @@ TEST(ShutdownNow, DroppedTasksCompleteAsCancelled) {
 // Submissions still in an inbox are returned too: nothing is lost.
 TEST(ShutdownNow, IncludesTasksNotYetDrained) {
   constexpr int kTasks = 3000;
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   std::vector<kairos::Task> tasks;
   std::thread submitter([&] {
     for (int i = 0; i < kTasks; ++i) s.schedule([] {}, std::chrono::minutes(1 + i % 7));
@@ -400,8 +383,7 @@ TEST(ShutdownNow, RequestsStopOnRunningTasks) {
 }
 
 TEST(ShutdownNow, AfterShutdownReturnsWhatIsLeft) {
-  ManualClock clock;
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto a = s.schedule([] {}, 1h);
   s.shutdown();
   EXPECT_FALSE(s.is_terminated());
@@ -443,10 +425,9 @@ TEST(Destructor, ReturnsPromptlyAndCancelsPendingTasks) {
 }
 
 TEST(Destructor, ManualClockSchedulerDoesNotWaitForTime) {
-  ManualClock clock;
   kairos::ScheduledFuture<void> f;
   {
-    ManualScheduler s(kairos_test::threads(2, 2), clock);
+    Manual s(kairos_test::threads(2, 2));
     f = s.schedule([] {}, 1ms);
     s.shutdown();  // the delayed task would still run, if time moved
   }

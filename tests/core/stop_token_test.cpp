@@ -15,9 +15,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kairos::ManualClock;
 using kairos_test::kPatience;
-using kairos_test::ManualScheduler;
+using kairos_test::Manual;
 using kairos_test::single_thread;
 
 // Spins until stop is requested or the real-time bound passes; true iff stop was seen.
@@ -54,13 +53,11 @@ TEST(StopToken, CancelTrueRequestsStopOnTheRunningTask) {
 }
 
 TEST(StopToken, CancelTrueOnAPendingTaskJustCancels) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(single_thread(), clock);
+  Manual s;
   auto f = s.schedule([&](std::stop_token) { ++runs; }, 1ms);
   EXPECT_TRUE(f.cancel(true));
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   EXPECT_EQ(runs, 0);
   EXPECT_THROW(f.get(), kairos::CancelledError);
 }
@@ -68,12 +65,11 @@ TEST(StopToken, CancelTrueOnAPendingTaskJustCancels) {
 // Each run of a periodic task gets its own token, never stopped by normal operation; cancel(true)
 // during a run stops that run and ends the series.
 TEST(StopToken, PeriodicRunsGetFreshTokens) {
-  ManualClock clock;
   std::atomic<int> runs{0};
   std::atomic<int> stopped_at_start{0};
   std::latch third_started(1);
   std::atomic<bool> saw_stop{false};
-  ManualScheduler s(kairos_test::threads(1, 2), clock);
+  Manual s(kairos_test::threads(1, 2));
   auto f = s.schedule_at_fixed_rate(
       [&](std::stop_token st) {
         if (st.stop_requested()) ++stopped_at_start;
@@ -83,14 +79,13 @@ TEST(StopToken, PeriodicRunsGetFreshTokens) {
         }
       },
       1ms, 1ms);
-  clock.advance(3ms);
+  s.clock.advance(3ms);
   third_started.wait();
   EXPECT_TRUE(f.cancel(true));
   ASSERT_TRUE(s.wait_idle(kPatience));
   EXPECT_TRUE(saw_stop);
   EXPECT_EQ(stopped_at_start, 0);
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(runs, 3);
 }
 

@@ -21,9 +21,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kairos::ManualClock;
 using kairos_test::kPatience;
-using kairos_test::ManualScheduler;
+using kairos_test::Manual;
 using kairos_test::Recorder;
 
 std::string current_thread_name() {
@@ -94,17 +93,16 @@ TEST(ThreadNames, LongNamesAreCutTo15Characters) {
 TEST(MultiShard, EveryTaskRunsOnceAndNeverEarly) {
   constexpr int kProducers = 4;
   constexpr int kPerProducer = 250;
-  ManualClock clock;
   std::vector<std::atomic<int>> runs(kProducers * kPerProducer);
   std::vector<std::atomic<std::int64_t>> started(kProducers * kPerProducer);
-  ManualScheduler s(kairos_test::threads(2, 2), clock);
+  Manual s(kairos_test::threads(2, 2));
   std::vector<std::thread> producers;
   for (int p = 0; p < kProducers; ++p)
     producers.emplace_back([&, p] {
       for (int i = 0; i < kPerProducer; ++i) {
         int id = p * kPerProducer + i;
         s.schedule([&, id] {
-          started[id] = kairos_test::ns(clock.now());
+          started[id] = kairos_test::ns(s.clock.now());
           ++runs[id];
         }, std::chrono::microseconds(id % 100));
       }
@@ -114,9 +112,8 @@ TEST(MultiShard, EveryTaskRunsOnceAndNeverEarly) {
   // Only the tasks with delay 0 (one in a hundred) have run.
   EXPECT_EQ(s.queue_size(), static_cast<std::size_t>(kProducers * kPerProducer * 99 / 100));
   for (int step = 0; step < 100; ++step) {
-    clock.advance(1us);
-    ASSERT_TRUE(s.wait_idle(kPatience));
-    std::int64_t now = kairos_test::ns(clock.now());
+    s.step(1us);
+    std::int64_t now = kairos_test::ns(s.clock.now());
     for (int id = 0; id < kProducers * kPerProducer; ++id) {
       std::int64_t deadline = (id % 100) * 1000;
       if (deadline <= now) {
@@ -131,13 +128,12 @@ TEST(MultiShard, EveryTaskRunsOnceAndNeverEarly) {
 }
 
 TEST(MultiShard, PeriodicAndShutdownAcrossShards) {
-  ManualClock clock;
   std::vector<std::atomic<int>> runs(8);
   std::vector<kairos::ScheduledFuture<void>> fs;
   std::mutex fs_mu;
   kairos::Options o = kairos_test::threads(2, 2);
   o.continue_existing_periodic_tasks_after_shutdown = true;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   std::vector<std::thread> producers;
   for (int p = 0; p < 8; ++p)
     producers.emplace_back([&, p] {
@@ -146,12 +142,10 @@ TEST(MultiShard, PeriodicAndShutdownAcrossShards) {
       fs.push_back(f);
     });
   for (auto& t : producers) t.join();
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   for (int p = 0; p < 8; ++p) EXPECT_EQ(runs[p], 10) << p;
   s.shutdown();
-  clock.advance(5ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(5ms);
   for (int p = 0; p < 8; ++p) EXPECT_EQ(runs[p], 15) << p;
   EXPECT_FALSE(s.is_terminated());
   s.set_continue_existing_periodic_tasks_after_shutdown(false);
@@ -160,8 +154,7 @@ TEST(MultiShard, PeriodicAndShutdownAcrossShards) {
 }
 
 TEST(MultiShard, ShutdownNowCollectsEveryShardInDeadlineOrder) {
-  ManualClock clock;
-  ManualScheduler s(kairos_test::threads(2, 2), clock);
+  Manual s(kairos_test::threads(2, 2));
   Recorder order;
   std::vector<std::thread> producers;
   for (int p = 0; p < 4; ++p)

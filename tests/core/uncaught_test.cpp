@@ -118,12 +118,16 @@ TEST(Uncaught, SubmittedTaskExceptionGoesOnlyToGet) {
   EXPECT_EQ(uncaught, 0);
 }
 
+struct NotAnException {  // a thrown type with no std base
+  int code;
+};
+
 TEST(Uncaught, ThrowingOnUncaughtIsDropped) {
   std::atomic<int> calls{0};
   kairos::Options o = single_thread();
   o.on_uncaught = [&](std::exception_ptr) {
-    ++calls;
-    throw std::logic_error("on_uncaught fails too");
+    if (++calls % 2) throw std::logic_error("on_uncaught fails too");
+    throw NotAnException{calls};
   };
   kairos_test::Scheduler s(o);
   s.execute([] { throw Boom("first"); });
@@ -139,19 +143,22 @@ TEST(Uncaught, ThrowingOnUncaughtIsDropped) {
   ASSERT_TRUE(s.await_termination(kPatience));
 }
 
-// With no on_uncaught set, one line goes to stderr and the thread keeps working.
+// With no on_uncaught set, one line per exception goes to stderr (its what(), or "non-std" for
+// a type with no std base) and the thread keeps working.
 TEST(Uncaught, DefaultWritesOneLineToStderr) {
   testing::internal::CaptureStderr();
   std::string out;
   {
     kairos_test::Scheduler s(single_thread());
     s.execute([] { throw Boom("kairos-stderr-probe"); });
+    s.execute([] { throw NotAnException{1}; });
     EXPECT_EQ(s.submit([] { return 4; }).get(), 4);
     // The report is written before the thread takes the next task.
   }
   out = testing::internal::GetCapturedStderr();
-  EXPECT_FALSE(out.empty());
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;
+  EXPECT_NE(out.find("kairos-stderr-probe"), std::string::npos) << out;
+  EXPECT_NE(out.find("non-std"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -5,9 +5,12 @@
 
 #include <kairos/kairos.hpp>
 
+#include "support.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
+using kairos_test::kPatience;
 
 TEST(Stats, CountsSubmissionsRunsCancelsRejectionsAndLateness) {
   kairos::ManualClock clock;
@@ -22,7 +25,7 @@ TEST(Stats, CountsSubmissionsRunsCancelsRejectionsAndLateness) {
   EXPECT_TRUE(d.is_cancelled());
   EXPECT_TRUE(c.cancel());
   clock.advance(5ms);  // a is 4 ms late, b 3 ms late
-  ASSERT_TRUE(s.wait_idle(10s));
+  ASSERT_TRUE(s.wait_idle(kPatience));
   kairos::ShardStats t = s.stats().total();
   EXPECT_EQ(t.submitted, 3u);
   EXPECT_EQ(t.ran, 2u);
@@ -32,7 +35,7 @@ TEST(Stats, CountsSubmissionsRunsCancelsRejectionsAndLateness) {
   EXPECT_EQ(t.lateness.min(), 3'000'000);
   EXPECT_EQ(t.lateness.max(), 4'000'000);
   clock.advance(5ms);
-  ASSERT_TRUE(s.wait_idle(10s));
+  ASSERT_TRUE(s.wait_idle(kPatience));
   t = s.stats().total();
   EXPECT_EQ(t.pending, 0u);
   EXPECT_EQ(t.cancelled, 1u);
@@ -47,7 +50,7 @@ TEST(Stats, PeriodicFailuresAreCountedAndRecordingCanBeOff) {
   int runs = 0;
   auto p = s.schedule_at_fixed_rate([&] { if (++runs == 3) throw 7; }, 1ms, 1ms);
   clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(10s));
+  ASSERT_TRUE(s.wait_idle(kPatience));
   kairos::ShardStats t = s.stats().total();
   EXPECT_EQ(runs, 3);
   EXPECT_EQ(t.ran, 3u);

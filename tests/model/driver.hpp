@@ -27,7 +27,7 @@
 #include <kairos/kairos.hpp>
 
 #include "model.hpp"
-#include "stress/stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_model {
 
@@ -107,7 +107,7 @@ class Driver {
  public:
   using Clock = kairos::ManualClock;
   using Sched = kairos::BasicScheduler<Clock>;
-  static constexpr auto kPatience = std::chrono::seconds(10);  // real time; never reached when correct
+  static constexpr auto kPatience = kairos_test::kPatience;  // real time; never reached when correct
 
   explicit Driver(const Sequence& s)
       : seq_(s), model_(s.config), runs_(s.ops.size()), throw_on_(s.ops.size(), -1) {
@@ -274,7 +274,7 @@ class Driver {
   }
 
   std::string compare(const Op& op) {
-    if (!sched_->wait_idle(kPatience)) return "wait_idle() timed out (10 s real time)";
+    if (!sched_->wait_idle(kPatience)) return "wait_idle() timed out (kPatience, real time)";
     {
       std::lock_guard lock(mu_);
       const std::vector<RunRecord>& want = model_.log();

@@ -15,7 +15,7 @@
 
 #include "driver.hpp"
 #include "model.hpp"
-#include "stress/stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_model {
 namespace {

@@ -52,23 +52,17 @@
 
 #include <kairos/kairos.hpp>
 
-#include "stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_test {
 namespace {
 
 using namespace std::chrono_literals;
 
-kairos::Options one_thread() {
-  kairos::Options o;
-  o.shards = 1;
-  o.threads_per_shard = 1;
-  return o;
-}
 
 // Spins (yielding) until pred holds or `bound` passes; no synchronisation of its own.
 template <class Pred>
-bool spin_until(Pred pred, std::chrono::nanoseconds bound = 20s) {
+bool spin_until(Pred pred, std::chrono::nanoseconds bound = kPatience) {
   auto until = std::chrono::steady_clock::now() + bound;
   while (!pred()) {
     if (std::chrono::steady_clock::now() > until) return pred();
@@ -85,10 +79,10 @@ bool spin_until(Pred pred, std::chrono::nanoseconds bound = 20s) {
 // fix run_orphan() made the task kRunning and only then replaced its stop source: the canceller
 // read (and requested stop on) the stop state the runner was replacing and freeing.
 TEST(Regression, RunOfReturnedTaskRacingCancelTrueIsRaceFree) {
-  Watchdog dog("Task::run() racing cancel(true)", 120s);
+  Watchdog dog("Task::run() racing cancel(true)", kHangLimit);
   // Part 1: the cancel lands while the body runs (every round).
   for (int round = 0; round < 20; ++round) {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     std::atomic<int> started{0};
     std::atomic<int> cancel_done{0};
     std::atomic<bool> saw_stop{false};
@@ -116,7 +110,7 @@ TEST(Regression, RunOfReturnedTaskRacingCancelTrueIsRaceFree) {
   // Part 2: run() and cancel(true) start together, many times (a crash in any build).
   std::uint64_t seed = stress_seed();
   for (int round = 0; round < 5; ++round) {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     constexpr int kTasks = 100;
     std::vector<kairos::ScheduledFuture<void>> futures;
     for (int i = 0; i < kTasks; ++i)
@@ -170,7 +164,7 @@ struct SlowToDestroy {
   ~SlowToDestroy() {
     if (!armed || shared->destroyed.fetch_add(1) != 0) return;
     shared->in_destructor.store(true);
-    spin_until([&] { return shared->racer_ready.load(); }, 10s);
+    spin_until([&] { return shared->racer_ready.load(); });
     std::this_thread::sleep_for(20ms);
   }
 };
@@ -235,7 +229,7 @@ TEST(Regression, ShutdownRacingShutdownNowLosesNoReturnedTask) {
     }
     returned_a.clear();
     returned_b.clear();
-    ASSERT_TRUE(s.await_termination(30s));
+    ASSERT_TRUE(s.await_termination(kPatience));
   }
   EXPECT_EQ(bad_rounds, 0) << report;
 }
@@ -291,7 +285,7 @@ TEST(Regression, PolicySetterRacingShutdownNowLosesNoReturnedTask) {
                 " completed as cancelled by a setter of the periodic policy\n";
     }
     returned_tasks.clear();
-    ASSERT_TRUE(s.await_termination(30s));
+    ASSERT_TRUE(s.await_termination(kPatience));
   }
   EXPECT_EQ(bad_rounds, 0) << report;
 }
@@ -329,14 +323,14 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
   };
   // Each scenario waits (bounded) for the destructor to return, then stops its scheduler.
   auto finish = [](auto& s, std::atomic<bool>& dtor_done, const std::string& what) {
-    if (!eventually([&] { return dtor_done.load(); }, 25s))
+    if (!eventually([&] { return dtor_done.load(); }))
       std::fprintf(stderr, "%s: the destructor did not return\n", what.c_str());
     (void)s.shutdown_now();
-    EXPECT_TRUE(s.await_termination(25s)) << what;
+    EXPECT_TRUE(s.await_termination(kPatience)) << what;
   };
 
   add("stats() from the destructor of an execute()d task's capture", [&] {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     std::atomic<bool> dtor_done{false};
     s.execute([p = std::make_shared<OnDestroy>([&] {
                  (void)s.stats();
@@ -345,7 +339,7 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
     finish(s, dtor_done, "stats()");
   });
   add("wait_idle() from the destructor of an execute()d task's capture", [&] {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     std::atomic<bool> dtor_done{false};
     s.execute([p = std::make_shared<OnDestroy>([&] {
                  (void)s.wait_idle(10ms);
@@ -354,7 +348,7 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
     finish(s, dtor_done, "wait_idle()");
   });
   add("shutdown() from the destructor of an execute()d task's capture", [&] {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     std::atomic<bool> dtor_done{false};
     s.execute([p = std::make_shared<OnDestroy>([&] {
                  s.shutdown();
@@ -363,7 +357,7 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
     finish(s, dtor_done, "shutdown()");
   });
   add("a submission at capacity under discard_oldest from the destructor of a task's capture", [&] {
-    kairos::Options o = one_thread();
+    kairos::Options o = single_thread();
     o.capacity = 1;
     o.rejection = kairos::Rejection::discard_oldest;
     kairos::Scheduler s(o);
@@ -374,26 +368,26 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
                     dtor_done.store(true);
                   })] { queued = s.schedule([] {}, 1h); });
     // Checked before finish(): its shutdown_now() returns (and so cancels) the pending task.
-    if (eventually([&] { return dtor_done.load(); }, 25s)) {
+    if (eventually([&] { return dtor_done.load(); })) {
       EXPECT_TRUE(queued.is_cancelled()) << "discard_oldest should have cancelled the queued task";
       EXPECT_FALSE(from_dtor.is_cancelled()) << "the submission from the destructor was discarded";
     }
     finish(s, dtor_done, "submission at capacity");
   });
   add("stats() from the destructor of a periodic task's capture, cancelled by shutdown()", [&] {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     std::atomic<bool> dtor_done{false};
     (void)s.schedule_at_fixed_rate([p = std::make_shared<OnDestroy>([&] {
                                       (void)s.stats();
                                       dtor_done.store(true);
                                     })] {},
                                    1h, 1h);
-    ASSERT_TRUE(s.wait_idle(20s));
+    ASSERT_TRUE(s.wait_idle(kPatience));
     s.shutdown();  // the continue policy is off: shutdown() cancels and drops it
     finish(s, dtor_done, "cancelled by shutdown()");
   });
   add("stats() from the destructor of a cancelled task's capture, removed by the leader", [&] {
-    kairos::Options o = one_thread();
+    kairos::Options o = single_thread();
     o.remove_on_cancel = true;
     o.wait = kairos::WaitPolicy::sleep();
     kairos::Scheduler s(o);
@@ -406,12 +400,12 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
                                 dtors.fetch_add(1);
                               })] {},
                               1h));
-    ASSERT_TRUE(s.wait_idle(20s));  // all in the heap; the leader sleeps for an hour
+    ASSERT_TRUE(s.wait_idle(kPatience));  // all in the heap; the leader sleeps for an hour
     for (auto& f : fs) f.cancel();
     fs.clear();               // the scheduler holds the last references (heap, remove requests)
     (void)s.submit([] {});    // wakes the leader: it applies the removals
     std::atomic<bool> all{false};
-    if (eventually([&] { return dtors.load() == kTasks; }, 25s)) all.store(true);
+    if (eventually([&] { return dtors.load() == kTasks; })) all.store(true);
     finish(s, all, "removed by the leader");
   });
 
@@ -430,7 +424,7 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
   }
   {
     std::unique_lock lock(mu);
-    cv.wait_for(lock, 30s, [&] {
+    cv.wait_for(lock, 3 * kPatience, [&] {  // each scenario waits kPatience at most, twice
       for (auto& sc : scenarios)
         if (!sc->done.load()) return false;
       return true;
@@ -442,8 +436,8 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
   if (!hung.empty()) {
     std::fprintf(stderr,
                  "\nRegression.DestructorOfCaptureMayCallTheScheduler: deadlock; these did not "
-                 "finish within 30 s:\n%s",
-                 hung.c_str());
+                 "finish within %lld s:\n%s",
+                 static_cast<long long>((3 * kPatience).count()), hung.c_str());
     std::fflush(stderr);
     std::_Exit(3);  // the hung threads hold the schedulers' locks: nothing can be cleaned up
   }
@@ -460,7 +454,7 @@ TEST(Regression, DestructorOfCaptureMayCallTheScheduler) {
 // against ~10 ms for the same tasks in the heap). The same pass runs for a policy setter after
 // shutdown() and for cancelled-but-retained due tasks.
 double shutdown_ms_with_backlog(int n, bool due) {
-  kairos::Options o = one_thread();
+  kairos::Options o = single_thread();
   o.capacity = static_cast<std::size_t>(n) + 1;
   o.rejection = kairos::Rejection::discard_oldest;
   kairos::Scheduler s(o);
@@ -481,7 +475,7 @@ double shutdown_ms_with_backlog(int n, bool due) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   gate.open();
   (void)s.shutdown_now();
-  EXPECT_TRUE(s.await_termination(60s));
+  EXPECT_TRUE(s.await_termination(2 * kPatience));
   return ms;
 }
 
@@ -499,7 +493,7 @@ TEST(Regression, ShutdownTimeIsLinearInTheDueBacklog) {
 // capacity >= 2^63 (SIZE_MAX is a common spelling of "no limit") must accept submissions. Before
 // the fix the pending count was compared with static_cast<int64_t>(capacity), which is negative.
 TEST(Regression, CapacityAtOrAbove2To63AcceptsSubmissions) {
-  Watchdog dog("huge capacities", 120s);
+  Watchdog dog("huge capacities", kHangLimit);
   const std::size_t caps[] = {std::numeric_limits<std::size_t>::max(), std::size_t{1} << 63,
                               (std::size_t{1} << 63) + 1, std::numeric_limits<std::size_t>::max() - 1};
   const kairos::Rejection policies[] = {kairos::Rejection::abort, kairos::Rejection::discard,
@@ -508,7 +502,7 @@ TEST(Regression, CapacityAtOrAbove2To63AcceptsSubmissions) {
   std::string failures;
   for (std::size_t cap : caps) {
     for (int p = 0; p < 4; ++p) {
-      kairos::Options o = one_thread();
+      kairos::Options o = single_thread();
       o.capacity = cap;
       o.rejection = policies[p];
       kairos::Scheduler s(o);
@@ -518,7 +512,7 @@ TEST(Regression, CapacityAtOrAbove2To63AcceptsSubmissions) {
         auto f = s.submit([me] { return std::this_thread::get_id() != me; });
         auto g = s.schedule([] {}, 1h);
         if (g.is_cancelled()) failures += what + "a delayed task was discarded\n";
-        if (f.wait_for(20s) != std::future_status::ready) failures += what + "a due task never ran\n";
+        if (f.wait_for(kPatience) != std::future_status::ready) failures += what + "a due task never ran\n";
         else if (f.is_cancelled()) failures += what + "the submission was discarded\n";
         else if (!f.get()) failures += what + "the task ran in the caller (rejected as over capacity)\n";
         else if (s.queue_size() != 1u) failures += what + "queue_size() " + std::to_string(s.queue_size()) + ", not 1\n";
@@ -551,18 +545,18 @@ struct RunnerBlockedWithABatchedTask {
         },
         10ms);
     d = d_rearmable ? s.schedule_rearmable([] {}, 20ms) : s.schedule([] {}, 20ms);
-    if (!s.wait_idle(20s)) return;  // both queued, neither due
+    if (!s.wait_idle(kPatience)) return;  // both queued, neither due
     clock.advance(30ms);            // both due: the runner takes them together and starts A
     ready = eventually([&] { return a_started.load(); });
   }
   ~RunnerBlockedWithABatchedTask() {
     gate.open();
-    EXPECT_EQ(a.wait_for(20s), std::future_status::ready);
+    EXPECT_EQ(a.wait_for(kPatience), std::future_status::ready);
     (void)s.shutdown_now();
-    EXPECT_TRUE(s.await_termination(20s));
+    EXPECT_TRUE(s.await_termination(kPatience));
   }
   static kairos::Options options() {
-    kairos::Options o = one_thread();
+    kairos::Options o = single_thread();
     o.capacity = 2;
     o.rejection = kairos::Rejection::discard_oldest;
     return o;
@@ -572,7 +566,7 @@ struct RunnerBlockedWithABatchedTask {
 // discard_oldest must cancel the pending task with the earliest deadline, also when that task is
 // the batched D. Before the fix only the heap was searched, and a later task was cancelled.
 TEST(Regression, DiscardOldestCancelsTheEarliestIncludingABatchedDueTask) {
-  Watchdog dog("discard_oldest with a batched due task", 120s);
+  Watchdog dog("discard_oldest with a batched due task", kHangLimit);
   RunnerBlockedWithABatchedTask f(false);
   ASSERT_TRUE(f.ready);
   EXPECT_EQ(f.s.queue_size(), 1u) << "set-up: D should be pending behind the running A";
@@ -589,7 +583,7 @@ TEST(Regression, DiscardOldestCancelsTheEarliestIncludingABatchedDueTask) {
 // the earliest pending task is the one due in 1 h. Before the fix discard_oldest compared D by
 // the key it was filed at (+20 ms) and cancelled it.
 TEST(Regression, DiscardOldestComparesABatchedTaskByItsNewestDeadline) {
-  Watchdog dog("discard_oldest with a re-armed batched task", 120s);
+  Watchdog dog("discard_oldest with a re-armed batched task", kHangLimit);
   RunnerBlockedWithABatchedTask f(true);
   ASSERT_TRUE(f.ready);
   ASSERT_TRUE(f.d.rearm(3h)) << "set-up: D should still be pending behind the running A";
@@ -600,8 +594,8 @@ TEST(Regression, DiscardOldestComparesABatchedTaskByItsNewestDeadline) {
   EXPECT_FALSE(f.d.is_cancelled()) << "discard_oldest cancelled a task re-armed to +3 h by the key it was filed at";
   EXPECT_FALSE(newest.is_cancelled());
   f.gate.open();
-  EXPECT_EQ(f.a.wait_for(20s), std::future_status::ready);
-  ASSERT_TRUE(f.s.wait_idle(20s));
+  EXPECT_EQ(f.a.wait_for(kPatience), std::future_status::ready);
+  ASSERT_TRUE(f.s.wait_idle(kPatience));
   EXPECT_FALSE(f.d.is_done()) << "D ran for the deadline it was re-armed away from";
 }
 
@@ -718,7 +712,7 @@ TEST(Regression, ConstructorThatCannotStartAllThreadsLeaksNone) {
   }
   close(fds[1]);
   int status = 0;
-  bool exited = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 60s);
+  bool exited = eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 2 * kPatience);
   if (!exited) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -740,9 +734,9 @@ TEST(Regression, ConstructorThatCannotStartAllThreadsLeaksNone) {
 // flags only), so ThreadSanitizer sees any unsynchronised access. Before the fix the runner set
 // kNever in the task's flags (a plain write) while is_periodic() read them.
 TEST(Regression, IsPeriodicDoesNotRaceASaturatingRun) {
-  Watchdog dog("is_periodic() racing a saturating run", 120s);
+  Watchdog dog("is_periodic() racing a saturating run", kHangLimit);
   for (int round = 0; round < 5; ++round) {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     std::atomic<long> reads{0};
     std::atomic<bool> stop{false};
     auto f = s.schedule_at_fixed_rate(

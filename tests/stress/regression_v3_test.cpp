@@ -28,20 +28,13 @@
 #include <kairos/kairos.hpp>
 
 #include "page_array.hpp"
-#include "stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_test {
 namespace {
 
 using namespace std::chrono_literals;
-using Manual = kairos::BasicScheduler<kairos::ManualClock>;
 
-kairos::Options one_thread() {
-  kairos::Options o;
-  o.shards = 1;
-  o.threads_per_shard = 1;
-  return o;
-}
 kairos::Options polled() {
   kairos::Options o;
   o.poll_mode = true;
@@ -54,10 +47,10 @@ kairos::ManualClock::time_point at(std::chrono::nanoseconds d) { return kairos::
 // runs them all, and next_deadline() asked first reports them. Before the fix the first poll ran
 // 0 (4 polls were needed) and next_deadline() returned nullopt.
 TEST(RegressionV3, PollAfterABurstLargerThanOneDrainRunsEveryTaskSubmittedBeforeIt) {
-  Watchdog dog("poll after a burst", 120s);
+  Watchdog dog("poll after a burst", kHangLimit);
   for (bool ask_first : {false, true}) {
     kairos::ManualClock clock;
-    Manual s(polled(), clock);
+    ManualScheduler s(polled(), clock);
     constexpr int kTasks = 50'000;
     std::atomic<int> ran{0};
     std::thread producer([&] {
@@ -78,11 +71,11 @@ TEST(RegressionV3, PollAfterABurstLargerThanOneDrainRunsEveryTaskSubmittedBefore
 // never later than what next_deadline() reports. Before the fix ~0.1 % of the answers were later
 // (up to 605 s).
 TEST(RegressionV3, NextDeadlineUnderSteadyProducersCoversTheCallersOwnSubmission) {
-  Watchdog dog("next_deadline under producers", 120s);
+  Watchdog dog("next_deadline under producers", kHangLimit);
   kairos::Options o = polled();
   o.remove_on_cancel = true;
   kairos::ManualClock clock;
-  Manual s(o, clock);
+  ManualScheduler s(o, clock);
   std::atomic<bool> stop{false};
   std::vector<std::thread> producers;
   for (int p = 0; p < 2; ++p)
@@ -117,9 +110,9 @@ TEST(RegressionV3, NextDeadlineUnderSteadyProducersCoversTheCallersOwnSubmission
 // cancels one of the three. Before the fix 5-8 % were refused, and a live task was cancelled in
 // every run.
 TEST(RegressionV3, CapacityIsNotTakenByReArmsInFlight) {
-  Watchdog dog("capacity with re-arms in flight", 120s);
+  Watchdog dog("capacity with re-arms in flight", kHangLimit);
   for (kairos::Rejection policy : {kairos::Rejection::abort, kairos::Rejection::discard_oldest}) {
-    kairos::Options o = one_thread();
+    kairos::Options o = single_thread();
     o.capacity = 4;
     o.rejection = policy;
     o.remove_on_cancel = true;
@@ -162,8 +155,8 @@ struct RefuseGrowth {
 };
 
 TEST(RegressionV3, ThreadedSchedulerWhoseQueueCannotGrowLosesNothingAndRecovers) {
-  Watchdog dog("a queue that cannot grow, threads", 120s);
-  kairos::Scheduler s(one_thread());
+  Watchdog dog("a queue that cannot grow, threads", kHangLimit);
+  kairos::Scheduler s(single_thread());
   std::atomic<int> ran{0};
   std::vector<kairos::ScheduledFuture<void>> far;
   {
@@ -175,15 +168,15 @@ TEST(RegressionV3, ThreadedSchedulerWhoseQueueCannotGrowLosesNothingAndRecovers)
     EXPECT_EQ(ran.load(), 0);
   }
   EXPECT_TRUE(eventually([&] { return ran.load() == 100; })) << "memory is back: the due tasks must run";
-  EXPECT_TRUE(s.wait_idle(20s));
+  EXPECT_TRUE(s.wait_idle(kPatience));
   EXPECT_EQ(s.shutdown_now().size(), 5'000u);
   for (auto& f : far) EXPECT_FALSE(f.is_done() && !f.is_cancelled());
 }
 
 TEST(RegressionV3, PollWhoseQueueCannotGrowDoesNotThrowAndRunsOnceMemoryIsBack) {
-  Watchdog dog("a queue that cannot grow, poll mode", 120s);
+  Watchdog dog("a queue that cannot grow, poll mode", kHangLimit);
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  ManualScheduler s(polled(), clock);
   std::atomic<int> ran{0};
   {
     RefuseGrowth refuse;
@@ -198,12 +191,12 @@ TEST(RegressionV3, PollWhoseQueueCannotGrowDoesNotThrowAndRunsOnceMemoryIsBack) 
 }
 
 TEST(RegressionV3, ShutdownNowAndTheDestructorWhileTheQueueCannotGrowLoseNothing) {
-  Watchdog dog("shutdown_now with a queue that cannot grow", 120s);
+  Watchdog dog("shutdown_now with a queue that cannot grow", kHangLimit);
   std::vector<kairos::ScheduledFuture<void>> fs;
   {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     for (int i = 0; i < 2'000; ++i) fs.push_back(s.schedule([] {}, 1h));
-    ASSERT_TRUE(s.wait_idle(20s));
+    ASSERT_TRUE(s.wait_idle(kPatience));
     RefuseGrowth refuse;
     for (int i = 0; i < 2'000; ++i) fs.push_back(s.schedule([] {}, 2h));  // these stay in the inbox
     std::vector<kairos::Task> back = s.shutdown_now();
@@ -211,7 +204,7 @@ TEST(RegressionV3, ShutdownNowAndTheDestructorWhileTheQueueCannotGrowLoseNothing
   }
   for (auto& f : fs) EXPECT_TRUE(f.is_cancelled());  // dropped with the returned Tasks
   {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     for (int i = 0; i < 1'000; ++i) fs.push_back(s.schedule([] {}, 1h));
     RefuseGrowth refuse;
     for (int i = 0; i < 1'000; ++i) fs.push_back(s.schedule([] {}, 2h));
@@ -224,7 +217,7 @@ TEST(RegressionV3, ShutdownNowAndTheDestructorWhileTheQueueCannotGrowLoseNothing
 // its batch behind it.
 struct BlockedRunner {
   kairos::ManualClock clock;
-  Manual s;
+  ManualScheduler s;
   Gate gate;
   std::atomic<bool> a_started{false};
   kairos::ScheduledFuture<void> a, d;
@@ -233,20 +226,20 @@ struct BlockedRunner {
   explicit BlockedRunner(kairos::Options o) : s(o, clock) {
     a = s.schedule([this] { a_started = true; gate.wait(); }, 10ms);
     d = s.schedule_rearmable([this] { d_ran = true; }, 20ms);
-    if (!s.wait_idle(20s)) return;
+    if (!s.wait_idle(kPatience)) return;
     clock.advance(30ms);
     ready = eventually([&] { return a_started.load(); });
   }
   ~BlockedRunner() {
     gate.open();
     (void)s.shutdown_now();
-    EXPECT_TRUE(s.await_termination(20s));
+    EXPECT_TRUE(s.await_termination(kPatience));
   }
 };
 
 TEST(RegressionV3, ShutdownNowOrdersABatchedReArmedTaskByItsNewestDeadline) {
-  Watchdog dog("shutdown_now order of a re-armed batched task", 120s);
-  BlockedRunner f(one_thread());
+  Watchdog dog("shutdown_now order of a re-armed batched task", kHangLimit);
+  BlockedRunner f(single_thread());
   ASSERT_TRUE(f.ready);
   ASSERT_TRUE(f.d.rearm(3h));
   std::atomic<bool> e_ran{false};
@@ -259,8 +252,8 @@ TEST(RegressionV3, ShutdownNowOrdersABatchedReArmedTaskByItsNewestDeadline) {
 }
 
 TEST(RegressionV3, ShutdownWithoutDelayedTasksCancelsABatchedTaskReArmedLater) {
-  Watchdog dog("shutdown policy, re-armed batched task", 120s);
-  kairos::Options o = one_thread();
+  Watchdog dog("shutdown policy, re-armed batched task", kHangLimit);
+  kairos::Options o = single_thread();
   o.execute_existing_delayed_tasks_after_shutdown = false;
   BlockedRunner f(o);
   ASSERT_TRUE(f.ready);
@@ -269,14 +262,14 @@ TEST(RegressionV3, ShutdownWithoutDelayedTasksCancelsABatchedTaskReArmedLater) {
   f.gate.open();
   EXPECT_TRUE(eventually([&] { return f.d.is_done(); })) << "D must be cancelled, not re-filed for +3 h";
   f.clock.advance(4h);
-  EXPECT_TRUE(f.s.await_termination(20s));
+  EXPECT_TRUE(f.s.await_termination(kPatience));
   EXPECT_TRUE(f.d.is_cancelled());
   EXPECT_FALSE(f.d_ran.load()) << "D ran after shutdown() for a deadline the policy refuses";
 }
 
 TEST(RegressionV3, ShutdownWithoutDelayedTasksCancelsAQueuedTaskReArmedLater) {
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  ManualScheduler s(polled(), clock);
   bool ran = false;
   auto r = s.schedule_rearmable([&] { ran = true; }, 10ms);
   EXPECT_EQ(s.poll(), 0u);  // filed at +10 ms
@@ -293,7 +286,7 @@ TEST(RegressionV3, ShutdownWithoutDelayedTasksCancelsAQueuedTaskReArmedLater) {
 
 TEST(RegressionV3, NextDeadlineReportsTheNewestDeadlineOfAReArmedHead) {
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  ManualScheduler s(polled(), clock);
   auto r = s.schedule_rearmable([] {}, 10ms);
   ASSERT_EQ(s.next_deadline(), at(10ms));
   ASSERT_TRUE(r.rearm(1h));
@@ -323,7 +316,7 @@ TEST(RegressionV3, OnRejectedThatDestroysItsSchedulerIsSafe) {
 TEST(RegressionV3, OnUncaughtOnTheCallersThreadThatDestroysItsSchedulerIsSafe) {
   std::unique_ptr<kairos::Scheduler> s;
   std::string seen;
-  kairos::Options o = one_thread();
+  kairos::Options o = single_thread();
   o.capacity = 1;
   o.rejection = kairos::Rejection::caller_runs;
   o.on_uncaught = [&, big = std::string(200, 'y')](std::exception_ptr) {
@@ -343,7 +336,7 @@ TEST(RegressionV3, OnUncaughtOnTheCallersThreadThatDestroysItsSchedulerIsSafe) {
 // batch: the answer is b's deadline. Before the fix it was +1 h (the queue's head only).
 TEST(RegressionV3, NextDeadlineFromATaskSeesTheRunningPollsBatch) {
   kairos::ManualClock clock;
-  Manual s(polled(), clock);
+  ManualScheduler s(polled(), clock);
   std::optional<kairos::ManualClock::time_point> asked;
   std::size_t pending_then = 0;
   s.schedule([&] { asked = s.next_deadline(); pending_then = s.queue_size(); }, 1ms);
@@ -361,10 +354,10 @@ TEST(RegressionV3, NextDeadlineFromATaskSeesTheRunningPollsBatch) {
 // An untimed invoke_all/invoke_any from a task whose shard has no other thread (or from a poll's
 // task) waited for itself for ever; now a std::logic_error says so. The timed forms still time out.
 TEST(RegressionV3, UntimedInvokeFromATaskThatWouldWaitForItselfIsALogicError) {
-  Watchdog dog("invoke from a one-thread shard's task", 120s);
+  Watchdog dog("invoke from a one-thread shard's task", kHangLimit);
   std::vector<std::function<int()>> work{[] { return 1; }, [] { return 2; }};
   {
-    kairos::Scheduler s(one_thread());
+    kairos::Scheduler s(single_thread());
     auto all = s.submit([&] {
       try {
         (void)s.invoke_all(work);
@@ -385,11 +378,11 @@ TEST(RegressionV3, UntimedInvokeFromATaskThatWouldWaitForItselfIsALogicError) {
     EXPECT_NE(all.get().find("invoke_all"), std::string::npos);
     EXPECT_NE(any.get().find("invoke_any"), std::string::npos);
     EXPECT_EQ(timed.get(), 2u);
-    EXPECT_EQ(s.invoke_any(work, 20s) > 0, true);  // from outside: fine
+    EXPECT_EQ(s.invoke_any(work, kPatience) > 0, true);  // from outside: fine
   }
   {
     kairos::ManualClock clock;
-    Manual s(polled(), clock);
+    ManualScheduler s(polled(), clock);
     std::string what;
     s.execute([&] {
       try {
@@ -402,7 +395,7 @@ TEST(RegressionV3, UntimedInvokeFromATaskThatWouldWaitForItselfIsALogicError) {
     EXPECT_NE(what.find("invoke_all"), std::string::npos);
   }
   {
-    kairos::Options two = one_thread();
+    kairos::Options two = single_thread();
     two.threads_per_shard = 2;  // a follower can run them: allowed, and it completes
     kairos::Scheduler s(two);
     auto all = s.submit([&] { return s.invoke_all(work).size(); });

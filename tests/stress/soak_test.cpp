@@ -24,7 +24,7 @@
 #include <kairos/kairos.hpp>
 
 #include "ledger.hpp"
-#include "stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_test {
 namespace {
@@ -121,7 +121,7 @@ TEST(Soak, MemoryAndLatenessStayFlatUnderSteadyLoad) {
   }
   for (auto& p : periodic) EXPECT_TRUE(p.cancel());
   s.shutdown();
-  ASSERT_TRUE(s.await_termination(60s));
+  ASSERT_TRUE(s.await_termination(2 * kPatience));
   for (auto& f : ring) {
     if (f.valid()) {
       EXPECT_TRUE(f.is_done());

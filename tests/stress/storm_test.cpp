@@ -32,7 +32,7 @@
 
 #include "ledger.hpp"
 #include "page_array.hpp"
-#include "stress_support.hpp"
+#include "support.hpp"
 
 namespace kairos_test {
 namespace {
@@ -328,7 +328,7 @@ std::vector<std::string> run_storm(std::uint64_t seed, std::chrono::nanoseconds 
     u1.join();
     u2.join();
     totals.future_ops += ops.load();
-    if (!s.await_termination(60s)) return {"the scheduler did not terminate within 60 s (" + config + ")"};
+    if (!s.await_termination(2 * kPatience)) return {"the scheduler did not terminate within 2 * kPatience (" + config + ")"};
     self_ptr.store(nullptr);
   }
   Allowances allow;
@@ -350,7 +350,7 @@ std::vector<std::string> run_storm(std::uint64_t seed, std::chrono::nanoseconds 
 
 void storms(const char* name, StormOptions so, std::initializer_list<unsigned> producer_counts) {
   auto budget = stress_budget(1.5);
-  Watchdog dog(name, budget * 10 + 120s);
+  Watchdog dog(name, budget * 10 + kHangLimit);
   std::uint64_t seed = stress_seed();
   auto until = std::chrono::steady_clock::now() + budget;
   Totals totals;

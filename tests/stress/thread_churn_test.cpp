@@ -22,11 +22,12 @@
 #include <kairos/detail/task_pool.hpp>
 #include <kairos/kairos.hpp>
 
-#include "stress/stress_support.hpp"
+#include "support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using kairos_test::kPatience;
 
 long churn_threads() {
   const long fallback = kairos_test::sanitized_build() ? 4096 : 100'000;
@@ -69,11 +70,11 @@ TEST(ThreadChurn, OverlappingWavesOfSubmittingThreadsKeepMemoryFlat) {
         auto later = s.schedule([&runs, payload] { runs.fetch_add(1, std::memory_order_relaxed); }, 1h);
         if (later.cancel()) cancelled.fetch_add(1, std::memory_order_relaxed);
         all_submitted.arrive_and_wait();  // all 64 threads alive, each with tasks in flight
-        if (now.wait_for(30s) != std::future_status::ready) lost.fetch_add(1, std::memory_order_relaxed);
+        if (now.wait_for(kPatience) != std::future_status::ready) lost.fetch_add(1, std::memory_order_relaxed);
       });
     }
     for (std::thread& t : wave) t.join();
-    ASSERT_TRUE(s.wait_idle(30s));
+    ASSERT_TRUE(s.wait_idle(kPatience));
     if (w + 1 == warmup_waves) {
       slab_at_warm = kairos::detail::slab_bytes_reserved();
       heap_at_warm = heap_in_use();
@@ -83,7 +84,7 @@ TEST(ThreadChurn, OverlappingWavesOfSubmittingThreadsKeepMemoryFlat) {
     }
   }
   s.shutdown();
-  ASSERT_TRUE(s.await_termination(30s));
+  ASSERT_TRUE(s.await_termination(kPatience));
   const long total = waves * kWave;
   std::printf("[ churn    ] %ld threads in waves of %d through kairos::Scheduler: slab %zu -> %zu bytes, "
               "heap %zu -> %zu bytes\n",

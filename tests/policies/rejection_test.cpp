@@ -1,6 +1,6 @@
-// rejection_test.cpp: what each kairos Rejection policy does over `capacity` and after
-// shutdown(): abort throws, caller_runs runs in the caller, discard cancels the new task,
-// discard_oldest cancels the earliest-deadline queued task.
+// rejection_test.cpp: policies/kairos/rejection.hpp, what each kairos Rejection policy does over
+// `capacity` and after shutdown(): abort throws, caller_runs runs in the caller, discard cancels
+// the new task, discard_oldest cancels the earliest-deadline queued task.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,10 +16,9 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kairos::ManualClock;
 using kairos::Rejection;
 using kairos_test::kPatience;
-using kairos_test::ManualScheduler;
+using kairos_test::Manual;
 using kairos_test::Recorder;
 
 kairos::Options bounded(Rejection r, std::size_t capacity) {
@@ -32,9 +31,8 @@ kairos::Options bounded(Rejection r, std::size_t capacity) {
 // ---- abort --------------------------------------------------------------------------------
 
 TEST(Rejection, AbortThrowsOverCapacity) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(bounded(Rejection::abort, 2), clock);
+  Manual s(bounded(Rejection::abort, 2));
   s.schedule([&] { ++runs; }, 1h);
   s.schedule([&] { ++runs; }, 2h);
   EXPECT_THROW(s.schedule([&] { ++runs; }, 1ms), kairos::RejectedExecution);
@@ -43,45 +41,52 @@ TEST(Rejection, AbortThrowsOverCapacity) {
   EXPECT_THROW(s.schedule_at_fixed_rate([&] { ++runs; }, 1ms, 1ms), kairos::RejectedExecution);
   EXPECT_THROW(s.schedule_with_fixed_delay([&] { ++runs; }, 1ms, 1ms), kairos::RejectedExecution);
   EXPECT_EQ(s.queue_size(), 2u);
-  clock.advance(10ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(10ms);
   EXPECT_EQ(runs, 0);
 }
 
 // Room frees up when a task runs; a periodic re-queue is never rejected.
 TEST(Rejection, CapacityCountsPendingTasksOnly) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(bounded(Rejection::abort, 1), clock);
+  Manual s(bounded(Rejection::abort, 1));
   s.schedule([&] { ++runs; }, 1ms);
   EXPECT_THROW(s.schedule([] {}, 1ms), kairos::RejectedExecution);
-  clock.advance(1ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(1ms);
   EXPECT_EQ(runs, 1);
   auto p = s.schedule_at_fixed_rate([&] { ++runs; }, 1ms, 1ms);
-  clock.advance(5ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(5ms);
   EXPECT_EQ(runs, 6);
   EXPECT_FALSE(p.is_done());
   EXPECT_THROW(s.schedule([] {}, 1ms), kairos::RejectedExecution);
 }
 
 // A cancelled task retained in the queue still takes its place; removed, it frees it.
+// A cancelled task is retained (and counted) until its deadline passes, unless remove_on_cancel
+// was on when it was cancelled: turning the policy on later is not retroactive.
 TEST(Rejection, CancelledButRetainedTasksCount) {
-  ManualClock clock;
-  ManualScheduler s(bounded(Rejection::abort, 2), clock);
+  Manual s(bounded(Rejection::abort, 2));
   auto a = s.schedule([] {}, 1h);
   s.schedule([] {}, 1h);
   EXPECT_TRUE(a.cancel());
-  EXPECT_THROW(s.schedule([] {}, 1h), kairos::RejectedExecution);
+  EXPECT_THROW(s.schedule([] {}, 1h), kairos::RejectedExecution) << "retained until its deadline";
   EXPECT_EQ(s.queue_size(), 2u);
+  s.set_remove_on_cancel(true);
+  EXPECT_THROW(s.schedule([] {}, 1h), kairos::RejectedExecution) << "the policy is not retroactive";
+  s.step(1h);  // both deadlines pass: a leaves the queue, the other runs
+  EXPECT_EQ(s.queue_size(), 0u);
+  auto b = s.schedule([] {}, 1h);
+  EXPECT_TRUE(b.cancel());
+  EXPECT_EQ(s.queue_size(), 0u) << "removed at once under remove_on_cancel";
+  auto c = s.schedule([] {}, 1h);
+  auto d = s.schedule([] {}, 1h);
+  EXPECT_FALSE(c.is_done());
+  EXPECT_FALSE(d.is_done());
 }
 
 TEST(Rejection, RemoveOnCancelFreesRoom) {
-  ManualClock clock;
   kairos::Options o = bounded(Rejection::abort, 2);
   o.remove_on_cancel = true;
-  ManualScheduler s(o, clock);
+  Manual s(o);
   auto a = s.schedule([] {}, 1h);
   s.schedule([] {}, 1h);
   EXPECT_TRUE(a.cancel());
@@ -92,8 +97,7 @@ TEST(Rejection, RemoveOnCancelFreesRoom) {
 // ---- caller_runs ----------------------------------------------------------------------------
 
 TEST(Rejection, CallerRunsRunsInTheCallerAtOnce) {
-  ManualClock clock;
-  ManualScheduler s(bounded(Rejection::caller_runs, 1), clock);
+  Manual s(bounded(Rejection::caller_runs, 1));
   s.schedule([] {}, 1h);
   std::thread::id ran_on;
   auto f = s.schedule([&] { ran_on = std::this_thread::get_id(); return 5; }, 1h);
@@ -111,10 +115,9 @@ TEST(Rejection, CallerRunsRunsInTheCallerAtOnce) {
 
 // Over capacity, a periodic task's first run happens in the caller; later runs are scheduled.
 TEST(Rejection, CallerRunsPeriodicFirstRunThenScheduled) {
-  ManualClock clock;
   std::vector<std::thread::id> ran_on;
   std::mutex mu;
-  ManualScheduler s(bounded(Rejection::caller_runs, 1), clock);
+  Manual s(bounded(Rejection::caller_runs, 1));
   s.schedule([] {}, 100h);
   auto p = s.schedule_at_fixed_rate(
       [&] {
@@ -128,17 +131,15 @@ TEST(Rejection, CallerRunsPeriodicFirstRunThenScheduled) {
     EXPECT_EQ(ran_on[0], std::this_thread::get_id());
   }
   EXPECT_FALSE(p.is_done());
-  clock.advance(2h);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(2h);
   std::lock_guard lock(mu);
   ASSERT_GE(ran_on.size(), 2u);
   EXPECT_NE(ran_on[1], std::this_thread::get_id());
 }
 
 TEST(Rejection, CallerRunsDiscardsAfterShutdown) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(bounded(Rejection::caller_runs, 0), clock);
+  Manual s(bounded(Rejection::caller_runs, 0));
   s.shutdown();
   auto f = s.schedule([&] { ++runs; return 1; }, 0ms);
   s.execute([&] { ++runs; });
@@ -154,9 +155,8 @@ TEST(Rejection, CallerRunsDiscardsAfterShutdown) {
 // ---- discard --------------------------------------------------------------------------------
 
 TEST(Rejection, DiscardCancelsTheNewTaskAtOnce) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(bounded(Rejection::discard, 2), clock);
+  Manual s(bounded(Rejection::discard, 2));
   auto a = s.schedule([&] { ++runs; }, 1ms);
   auto b = s.schedule([&] { ++runs; }, 2ms);
   auto c = s.schedule([&] { ++runs; return 0; }, 1ns);
@@ -167,16 +167,14 @@ TEST(Rejection, DiscardCancelsTheNewTaskAtOnce) {
   auto p = s.schedule_at_fixed_rate([&] { runs += 1000; }, 1ms, 1ms);
   EXPECT_TRUE(p.is_cancelled());
   EXPECT_EQ(s.queue_size(), 2u);
-  clock.advance(5ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(5ms);
   EXPECT_EQ(runs, 2);
   EXPECT_FALSE(a.is_cancelled());
   EXPECT_FALSE(b.is_cancelled());
 }
 
 TEST(Rejection, DiscardAfterShutdown) {
-  ManualClock clock;
-  ManualScheduler s(bounded(Rejection::discard, 0), clock);
+  Manual s(bounded(Rejection::discard, 0));
   s.shutdown();
   auto f = s.submit([] { return 1; });
   EXPECT_TRUE(f.is_cancelled());
@@ -187,9 +185,8 @@ TEST(Rejection, DiscardAfterShutdown) {
 // ---- discard_oldest -----------------------------------------------------------------------
 
 TEST(Rejection, DiscardOldestCancelsTheEarliestDeadline) {
-  ManualClock clock;
   Recorder order;
-  ManualScheduler s(bounded(Rejection::discard_oldest, 2), clock);
+  Manual s(bounded(Rejection::discard_oldest, 2));
   auto b = s.schedule([&] { order.add(2); }, 20ms);
   auto a = s.schedule([&] { order.add(1); }, 10ms);  // submitted later, due earlier
   auto c = s.schedule([&] { order.add(3); }, 30ms);
@@ -202,29 +199,26 @@ TEST(Rejection, DiscardOldestCancelsTheEarliestDeadline) {
   EXPECT_TRUE(b.is_cancelled());
   EXPECT_FALSE(d.is_cancelled());
   EXPECT_EQ(s.queue_size(), 2u);
-  clock.advance(30ms);
-  ASSERT_TRUE(s.wait_idle(kPatience));
+  s.step(30ms);
   EXPECT_EQ(order.ids(), (std::vector<int>{4, 3}));
   EXPECT_THROW(a.get(), kairos::CancelledError);
 }
 
 TEST(Rejection, DiscardOldestAfterShutdownDiscardsTheNewTask) {
-  ManualClock clock;
   std::atomic<int> runs{0};
-  ManualScheduler s(bounded(Rejection::discard_oldest, 2), clock);
+  Manual s(bounded(Rejection::discard_oldest, 2));
   auto a = s.schedule([&] { ++runs; }, 10ms);
   s.shutdown();
   auto b = s.schedule([&] { ++runs; }, 1ms);
   EXPECT_TRUE(b.is_cancelled());
   EXPECT_FALSE(a.is_cancelled());
-  clock.advance(10ms);
+  s.clock.advance(10ms);
   ASSERT_TRUE(s.await_termination(kPatience));
   EXPECT_EQ(runs, 1);
 }
 
 TEST(Rejection, AbortAfterShutdownWithoutCapacity) {
-  ManualClock clock;
-  ManualScheduler s(bounded(Rejection::abort, 0), clock);
+  Manual s(bounded(Rejection::abort, 0));
   s.shutdown();
   EXPECT_THROW(s.submit([] { return 1; }), kairos::RejectedExecution);
 }
@@ -232,8 +226,7 @@ TEST(Rejection, AbortAfterShutdownWithoutCapacity) {
 // Capacity bounds each shard: with one shard it bounds queue_size() exactly, also against
 // several submitting threads.
 TEST(Rejection, CapacityHoldsUnderConcurrentSubmission) {
-  ManualClock clock;
-  ManualScheduler s(bounded(Rejection::discard, 100), clock);
+  Manual s(bounded(Rejection::discard, 100));
   std::atomic<int> accepted{0};
   std::vector<std::thread> producers;
   for (int t = 0; t < 4; ++t)

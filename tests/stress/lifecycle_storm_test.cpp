@@ -1,4 +1,5 @@
-// stress_test.cpp: many producers against one kairos scheduler, checked by the ledger.
+// lifecycle_storm_test.cpp: many producers against one kairos scheduler while its lifecycle calls
+// (shutdown(), shutdown_now(), the policy setters, the destructor) land, checked by the ledger.
 //
 // A storm: 2..4 producers submit one-shot and periodic tasks with small random delays (schedule,
 // schedule_at, submit, execute, both periodic kinds), cancel random tasks from their threads,
@@ -30,7 +31,7 @@
 
 #include <kairos/kairos.hpp>
 
-#include "stress_support.hpp"
+#include "support.hpp"
 #include "ledger.hpp"
 
 namespace kairos_test {
@@ -523,7 +524,7 @@ class Storm {
     // Cancelled tasks are retained until their deadline unless remove_on_cancel was on when
     // they were cancelled; a further shutdown() removes them (as Java's onShutdown does).
     if (!remove_on_cancel_) raw_->shutdown();
-    if (!raw_->await_termination(std::chrono::seconds(20))) {  // (the clock thread still runs)
+    if (!raw_->await_termination(kPatience)) {  // (the clock thread still runs)
       std::size_t not_done = 0;
       std::string first;
       for (std::size_t i = 0; i < ledger_.size(); ++i) {
@@ -634,8 +635,8 @@ TEST(Stress, EqualDeadlinesKeepHappensBeforeOrderAcrossThreads) {
       }
       b.join();
       for (int i = 0; i < kPairs; ++i) {
-        ASSERT_EQ(fa[i].wait_for(30s), std::future_status::ready);
-        ASSERT_EQ(fb[i].wait_for(30s), std::future_status::ready);
+        ASSERT_EQ(fa[i].wait_for(kPatience), std::future_status::ready);
+        ASSERT_EQ(fb[i].wait_for(kPatience), std::future_status::ready);
       }
       for (int i = 0; i < kPairs; ++i) {
         ++pairs_checked;
@@ -672,7 +673,7 @@ TEST(StressRegression, RemoveOnCancelAfterShutdownLetsTheSchedulerTerminate) {
     o.remove_on_cancel = true;
     kairos::Scheduler s(o);
     auto f = s.schedule([] {}, 1h);
-    ASSERT_TRUE(s.wait_idle(30s));
+    ASSERT_TRUE(s.wait_idle(kPatience));
     // The pauses only let the leader fall asleep until the task's deadline, the case at issue;
     // a correct scheduler terminates with or without them.
     std::this_thread::sleep_for(20ms);
@@ -680,7 +681,7 @@ TEST(StressRegression, RemoveOnCancelAfterShutdownLetsTheSchedulerTerminate) {
     std::this_thread::sleep_for(20ms);
     ASSERT_TRUE(f.cancel());
     EXPECT_EQ(s.queue_size(), 0u);
-    EXPECT_TRUE(s.await_termination(10s)) << "nothing is pending, nothing runs: terminated";
+    EXPECT_TRUE(s.await_termination(kPatience)) << "nothing is pending, nothing runs: terminated";
   }
 }
 

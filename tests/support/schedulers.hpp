@@ -1,21 +1,22 @@
-// support.hpp: small pieces shared by the semantic tests of kairos.
-// Gate:       a task blocks on it until the test opens it (real time bounded, never hangs).
-// Recorder:   an ordered log of ids written by task bodies, read by the test.
-// eventually: polls a predicate until it holds or a generous real-time bound passes.
-// Real-time bounds here are only upper limits a correct scheduler never gets near; no test
-// sleeps to make something happen.
+// schedulers.hpp: the schedulers kairos's tests build, and the options they build them with.
+//   Scheduler, ManualScheduler  kairos's schedulers on the steady clock and on a ManualClock;
+//                               in the *_poll_test executables, the same driven by a loop.
+//   Manual                      a ManualScheduler with a ManualClock of its own: step(d)
+//                               advances the clock and waits until everything due has run.
+//   single_thread(), threads(shards, per_shard)   the usual Options.
+//   ns(t)                       a ManualClock time point in nanoseconds since its epoch.
 #pragma once
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include <kairos/kairos.hpp>
+
+#include "patience.hpp"
 
 namespace kairos_test {
 
@@ -80,10 +81,7 @@ using Scheduler = kairos::Scheduler;
 #define SKIP_IN_POLL_MODE(why) static_cast<void>(0)
 #endif
 
-// Longest a correct scheduler may take to do something "at once" on a loaded machine
-// (sanitizers, two shared cores). Reaching it means the behaviour is missing.
-inline constexpr std::chrono::seconds kPatience{20};
-
+// One shard served by one thread: the tasks of a test run one at a time, in deadline order.
 inline kairos::Options single_thread() {
   kairos::Options o;
   o.shards = 1;
@@ -99,67 +97,38 @@ inline kairos::Options threads(unsigned shards, unsigned per_shard) {
 }
 
 // Nanoseconds since the epoch of a ManualClock time point.
-inline std::int64_t ns(kairos::ManualClock::time_point t) {
-  return t.time_since_epoch().count();
-}
+inline std::int64_t ns(kairos::ManualClock::time_point t) { return t.time_since_epoch().count(); }
 
-class Gate {
- public:
-  void open() {
-    {
-      std::lock_guard lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  // true once open; false if kPatience passed first
-  bool wait() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, kPatience, [&] { return open_; });
-  }
-  bool is_open() const {
-    std::lock_guard lock(mu_);
-    return open_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
+namespace detail {
+struct OwnClock {  // a base, so that the clock is built before the scheduler that reads it
+  kairos::ManualClock clock;
 };
+}  // namespace detail
 
-class Recorder {
+// A ManualScheduler on a ManualClock of its own, the set-up of most deterministic tests:
+//   Manual s;                      // single_thread(), or Manual s(threads(1, 2));
+//   s.schedule(task, 10ms);
+//   s.step(10ms);                  // the clock moves 10 ms; every task due by then has run
+// step() and settle() throw NotIdle (the test fails there, as an ASSERT would) when the
+// scheduler is not idle within kPatience. A test that must not wait for idle (a task it blocks
+// on a Gate is running) moves s.clock itself.
+class Manual : public detail::OwnClock, public ManualScheduler {
  public:
-  void add(int id) {
-    std::lock_guard lock(mu_);
-    ids_.push_back(id);
-  }
-  std::vector<int> ids() const {
-    std::lock_guard lock(mu_);
-    return ids_;
-  }
-  std::size_t size() const {
-    std::lock_guard lock(mu_);
-    return ids_.size();
-  }
-  void clear() {
-    std::lock_guard lock(mu_);
-    ids_.clear();
-  }
+  struct NotIdle : std::runtime_error {
+    NotIdle() : std::runtime_error("kairos_test::Manual: not idle within kPatience (a due task never ran?)") {}
+  };
+  explicit Manual(kairos::Options o = single_thread()) : ManualScheduler(std::move(o), clock) {}
 
- private:
-  mutable std::mutex mu_;
-  std::vector<int> ids_;
+  // Advances the clock by d, then waits until every task due by the new time has run.
+  template <class Rep, class Period>
+  void step(std::chrono::duration<Rep, Period> d) {
+    clock.advance(d);
+    settle();
+  }
+  // Waits until every task due by the clock's time has run (wait_idle(kPatience) or NotIdle).
+  void settle() {
+    if (!this->wait_idle(kPatience)) throw NotIdle();
+  }
 };
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::nanoseconds bound = kPatience) {
-  auto until = std::chrono::steady_clock::now() + bound;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return pred();
-    std::this_thread::sleep_for(200us);
-  }
-  return true;
-}
 
 }  // namespace kairos_test

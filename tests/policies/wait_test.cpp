@@ -1,6 +1,7 @@
-// wait_policy_test.cpp: the same small real-clock contract under every kairos WaitPolicy:
-// never early against std::chrono::steady_clock, deadline order, fixed-rate phase, wake-up on
-// an earlier submission. Lateness is bounded only loosely.
+// wait_test.cpp: policies/kairos/wait.hpp. The same small real-clock contract under every kairos
+// WaitPolicy: never early against std::chrono::steady_clock, deadline order, fixed-rate phase,
+// wake-up on an earlier submission. Lateness is bounded only loosely. Then adaptive()'s own
+// checks: bad parameters, the window it measures and reports.
 #include <gtest/gtest.h>
 
 #include <algorithm>
