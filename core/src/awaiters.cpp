@@ -30,15 +30,18 @@
 
 #include <kairos/detail/await_table.hpp>
 
+#include "cache_line.hpp"
+
 namespace kairos::detail {
 namespace {
 
 constexpr std::size_t kBuckets = 64;
 
-struct alignas(64) Bucket {
+struct alignas(kCacheLine) Bucket {
   std::mutex mu;
   AwaitRecord* head = nullptr;
 };
+static_assert(sizeof(Bucket) == kCacheLine, "one bucket, one line");
 
 std::array<Bucket, kBuckets>& buckets() noexcept {
   static std::array<Bucket, kBuckets> b;

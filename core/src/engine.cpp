@@ -2,11 +2,11 @@
 // policies, the lifecycle (shutdown, shutdown_now, termination, the destructor) and what it
 // reports. Per-shard behaviour is in shard.cpp; it depends on nothing here but EngineState.
 //
-// Shutdown racing a submission (edges R1-R2). shutdown()/shutdown_now() store run_state (R1,
+// Shutdown racing a submission (edges RS1-RS2). shutdown()/shutdown_now() store run_state (RS1,
 // seq_cst), then drain every inbox until it holds nothing they have not seen. A producer loads
-// run_state (reject if shut down), takes its seq (I1, seq_cst), enqueues, and loads run_state
-// again (R2, seq_cst). In the single seq_cst order either the drain's count read sees its seq
-// (and waits for its item), or R2 comes after R1 and the producer sees the new state; then it
+// run_state (reject if shut down), takes its seq (IN1, seq_cst), enqueues, and loads run_state
+// again (RS2, seq_cst). In the single seq_cst order either the drain's count read sees its seq
+// (and waits for its item), or RS2 comes after RS1 and the producer sees the new state; then it
 // makes sure the item is looked at: the shard's threads will drain it before they exit, or, if
 // they are gone, the producer settles the inbox itself under the shard lock.
 #include <poll.h>
@@ -79,7 +79,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     if (o.on_thread_start) await_thread_starts();
   }
 
-  // (T1) Every thread ran Options::on_thread_start (a worker writes start_error_ and counts
+  // (TS1) Every thread ran Options::on_thread_start (a worker writes start_error_ and counts
   // itself under start_mu_; this reads both under it). If one threw, nothing serves: the
   // constructor fails with that exception, after the threads are stopped and joined.
   void await_thread_starts() {
@@ -98,7 +98,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   UncaughtHandler uncaught_handler() const noexcept override { return state_.on_uncaught; }
 
   void on_clock_advanced() noexcept override {
-    for (auto& sh : shards_) sh->kick();
+    for (auto& sh : shards_) sh->wake_leader();
   }
 
   // ---- submission -------------------------------------------------------------------------------
@@ -109,11 +109,11 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     unsigned idx = shard_index();
     Shard& sh = *shards_[idx];
     t->shard = static_cast<std::uint8_t>(idx);
-    if (state_.run_state.load(std::memory_order_acquire) != kRunningState) return reject(t, sh, false);
+    if (state_.run_state.load(std::memory_order_acquire) != RunState::kActive) return reject(t, sh, false);
     std::uint64_t seq;
     const std::size_t cap = state_.opt.capacity;
     if (cap == 0) {
-      seq = sh.inbox().take_seq();  // (I1)
+      seq = sh.inbox().take_seq();  // (IN1)
     } else {
       // Counted by what is pending (Shard::try_admit), not by sequence numbers in flight: a
       // re-arm racing this submission takes a seq but no place. Unsigned: a capacity of 2^63 or
@@ -122,10 +122,10 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
         if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest && sh.make_room()) continue;
         return reject(t, sh, true);
       }
-      seq = sh.inbox().take_seq();  // (I1)
+      seq = sh.inbox().take_seq();  // (IN1)
     }
     sh.publish(t, seq, never);
-    if (state_.run_state.load(std::memory_order_seq_cst) != kRunningState) sh.after_racing_shutdown();  // (R2)
+    if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
   }
 
   // Applies the rejection policy to t (not enqueued; the caller's scheduler reference).
@@ -189,7 +189,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     std::atomic_ref<std::int64_t>(t->deadline).store(never ? kMaxNs : next, std::memory_order_relaxed);
     sh.admit_unchecked();
     sh.publish(t, sh.inbox().take_seq(), never);
-    if (state_.run_state.load(std::memory_order_seq_cst) != kRunningState) sh.after_racing_shutdown();
+    if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();
   }
 
   void on_cancelled(TaskBase* t, bool queued) noexcept override { shards_[t->shard]->on_cancelled(t, queued); }
@@ -211,7 +211,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
   // The last thread (or, in poll mode, the last shard's poller) has stopped serving:
   // Options::terminated runs here, once (one thread sees the count reach 0), outside every
-  // kairos lock, before kTerminated releases await_termination().
+  // kairos lock, before RunState::kTerminated releases await_termination().
   void terminate() noexcept {
     if (state_.opt.terminated) {
       try {
@@ -221,7 +221,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
       }
     }
     std::lock_guard tl(term_mu_);
-    state_.run_state.store(kTerminated, std::memory_order_seq_cst);
+    state_.run_state.store(RunState::kTerminated, std::memory_order_seq_cst);
     term_cv_.notify_all();
   }
 
@@ -322,7 +322,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     } catch (...) {
       error = std::current_exception();
     }
-    std::lock_guard lk(start_mu_);  // (T1)
+    std::lock_guard lk(start_mu_);  // (TS1)
     if (error && !start_error_) start_error_ = error;
     ++threads_started_;
     start_cv_.notify_all();
@@ -330,17 +330,17 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
   // ---- lifecycle ------------------------------------------------------------------------------------
   void shutdown() override {
-    int st = kRunningState;
-    const bool first = state_.run_state.compare_exchange_strong(st, kShutdown, std::memory_order_seq_cst);  // (R1)
+    RunState st = RunState::kActive;
+    const bool first = state_.run_state.compare_exchange_strong(st, RunState::kShutdown, std::memory_order_seq_cst);  // (RS1)
     for (auto& sh : shards_) sh->apply_shutdown();
     if (first && state_.loop_wake) state_.loop_wake->signal();  // the loop polls to retire its shards
   }
 
   std::vector<TaskBase*> shutdown_now() override {
-    int st = state_.run_state.load(std::memory_order_seq_cst);
-    while (st < kStop && !state_.run_state.compare_exchange_weak(st, kStop, std::memory_order_seq_cst)) {  // (R1)
+    RunState st = state_.run_state.load(std::memory_order_seq_cst);
+    while (st < RunState::kShutdownNow && !state_.run_state.compare_exchange_weak(st, RunState::kShutdownNow, std::memory_order_seq_cst)) {  // (RS1)
     }
-    if (st < kStop && state_.loop_wake) state_.loop_wake->signal();  // (first call only)
+    if (st < RunState::kShutdownNow && state_.loop_wake) state_.loop_wake->signal();  // (first call only)
     // The result's room is made before anything is taken (a shard makes more if racing
     // submissions need it): std::bad_alloc leaves with the tasks still pending, for a later
     // call or the destructor; a shard's failure after others gave theirs cancels those
@@ -370,14 +370,14 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
     }
     std::unique_lock lk(term_mu_);
     auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(std::min<std::int64_t>(timeout_ns, kMaxNs / 2));
-    return term_cv_.wait_until(lk, until, [&] { return state_.state() == kTerminated; });
+    return term_cv_.wait_until(lk, until, [&] { return state_.state() == RunState::kTerminated; });
   }
-  bool is_shutdown() const noexcept override { return state_.run_state.load(std::memory_order_acquire) != kRunningState; }
+  bool is_shutdown() const noexcept override { return state_.run_state.load(std::memory_order_acquire) != RunState::kActive; }
   bool is_terminating() const noexcept override {
-    int st = state_.run_state.load(std::memory_order_acquire);
-    return st == kShutdown || st == kStop;
+    RunState st = state_.run_state.load(std::memory_order_acquire);
+    return st == RunState::kShutdown || st == RunState::kShutdownNow;
   }
-  bool is_terminated() const noexcept override { return state_.run_state.load(std::memory_order_acquire) == kTerminated; }
+  bool is_terminated() const noexcept override { return state_.run_state.load(std::memory_order_acquire) == RunState::kTerminated; }
 
   void set_remove_on_cancel(bool v) override { state_.remove_on_cancel.store(v, std::memory_order_release); }
   void set_execute_existing_delayed_tasks_after_shutdown(bool v) override {
@@ -516,7 +516,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   std::atomic<std::thread::id> loop_thread_{};  // poll mode: the last thread that polled (relaxed:
                                                 // only picks who drives a wait, never guards data)
   std::size_t largest_ = 0;  // threads started (the pool never grows later); set by start()
-  std::mutex start_mu_;      // (T1): on_thread_start's outcome
+  std::mutex start_mu_;      // (TS1): on_thread_start's outcome
   std::condition_variable start_cv_;
   std::size_t threads_started_ = 0;
   std::exception_ptr start_error_;

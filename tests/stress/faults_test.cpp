@@ -27,6 +27,7 @@
 
 #include "ledger.hpp"
 #include "stress_support.hpp"
+#include "task_pool_testing.hpp"
 
 namespace kairos_test {
 namespace {
