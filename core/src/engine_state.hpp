@@ -35,7 +35,7 @@ struct EngineState {
   ManualClock* const manual;
   // seq_cst where it is one side of a Dekker pair: a submission racing shutdown (RS1/RS2, engine.cpp).
   std::atomic<RunState> run_state{RunState::kActive};
-  std::atomic<bool> remove_on_cancel;
+  std::atomic<bool> remove_on_cancel;  // the policies: set with release (PO1), read acquire (PO2)
   std::atomic<bool> exec_delayed;
   std::atomic<bool> continue_periodic;
   const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught;
@@ -43,7 +43,7 @@ struct EngineState {
   const std::unique_ptr<LoopWake> loop_wake;  // poll mode: the loop's wake fd and on_wake
 
   std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
-  RunState state() const noexcept { return run_state.load(std::memory_order_seq_cst); }
+  RunState state() const noexcept { return run_state.load(std::memory_order_seq_cst); }  // (RS3)
 };
 
 // Runs `handler` (stderr if empty) with `e`; an exception from the handler is dropped.

@@ -80,6 +80,8 @@ class Inbox {
   std::uint64_t submitted() const noexcept {
     return next_seq_.load(std::memory_order_seq_cst) - abandoned_.load(std::memory_order_seq_cst);
   }
+  // (IN8) acquire loads of the seq and abandon counts (pending counts, drain_through's bound):
+  // pair with IN1 and IN4.
   std::uint64_t seqs_taken() const noexcept { return next_seq_.load(std::memory_order_acquire); }
   std::uint64_t abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
   std::uint64_t removes_sent() const noexcept {  // (IN7) seq_cst, pairs with (IN6)

@@ -53,6 +53,7 @@ class LeaderWait {
   // those earlier than the loop's.
   void lower(std::int64_t deadline) noexcept {
     std::int64_t a = armed_.load(std::memory_order_seq_cst);
+    // (LW9) seq_cst, as the arm it lowers (LW2): a producer's LW3 sees the lower value or wins LW4.
     while (a != kAwake && deadline < a && !armed_.compare_exchange_weak(a, deadline, std::memory_order_seq_cst)) {
     }
   }
@@ -68,7 +69,8 @@ class LeaderWait {
   }
   // Spins while wake_word == w and the steady clock is before `deadline`.
   void spin_until(std::uint32_t w, std::int64_t deadline) noexcept {
-    // acquire: a wake() also publishes what the waker did before it (a re-queued task, a state).
+    // (LW10) acquire, pairs with (LW7): a wake() also publishes what the waker did before it (a
+    // re-queued task, a state).
     while (wake_word_.load(std::memory_order_acquire) == w && steady_now_ns() < deadline) cpu_relax();
   }
 

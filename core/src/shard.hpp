@@ -50,7 +50,7 @@ inline bool is_due(const TaskBase* t, std::int64_t now) noexcept {
 // the pin is clear, the canceller is out of this shard and its kRemoved is visible.
 inline void wait_unpinned(TaskBase* t) noexcept {
   // The pin is held for a few instructions (counting, one enqueue); spin, then yield.
-  for (int i = 0; t->state.load(std::memory_order_acquire) & kPin; ++i) {
+  for (int i = 0; t->state.load(std::memory_order_acquire) & kPin; ++i) {  // (CN3)
     if (i < 1000) cpu_relax();
     else std::this_thread::yield();
   }
@@ -75,12 +75,12 @@ class Shard {
   // ends, counts for a moment. With one: admitted_, which re-arms never touch, so that the
   // capacity check counts what is pending and nothing in flight.
   std::int64_t pending() const noexcept {
-    return pending_of(engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)
+    return pending_of(engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)  // (CT3)
                                                 : inbox_.seqs_taken() - inbox_.abandoned());
   }
   // Options::capacity: counts one more pending task unless `cap` are pending already.
   bool try_admit(std::size_t cap) noexcept {
-    std::uint64_t a = admitted_.load(std::memory_order_acquire);
+    std::uint64_t a = admitted_.load(std::memory_order_acquire);  // (CT3)
     for (;;) {
       std::int64_t p = pending_of(a);
       if (p >= 0 && static_cast<std::uint64_t>(p) >= cap) return false;

@@ -36,7 +36,7 @@ namespace kairos::detail {
 
 // The handle's half: wins the state word, then (from kPending) tells the shard.
 bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running) noexcept {
-  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (CN1) its CAS below
   for (;;) {
     std::uint32_t st = s & kStateMask;
     std::uint32_t n;
@@ -69,7 +69,7 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
 void Shard::on_cancelled(TaskBase* t, bool queued) noexcept {
   KAIROS_DCHECK((t->state.load(std::memory_order_relaxed) & (kStateMask | kPin)) == (kCancelled | kPin));
   // t is kCancelled|kPin: attached, so this shard is alive until the pin is cleared below.
-  if (!engine_.remove_on_cancel.load(std::memory_order_acquire)) {
+  if (!engine_.remove_on_cancel.load(std::memory_order_acquire)) {  // (PO2)
     t->state.fetch_and(~kPin, std::memory_order_release);  // (CN2) retained until its deadline
     return;
   }

@@ -69,7 +69,7 @@ std::size_t Shard::purge() {
   Lock lk(mu_);
   if (threads_alive_ > 0) drain_all(lk);
   queue_.remove_if(
-      [](TaskBase* t) { return (t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled; },
+      [](TaskBase* t) { return (t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled; },  // (TI2)
       [&](TaskBase* t) { gone.push_back(t); });
   for (TaskBase* t : gone) drop_cancelled(lk, t);  // its callable went with the cancel that won
   if (!gone.empty() && engine_.state() != RunState::kActive) {  // it may have been the last task

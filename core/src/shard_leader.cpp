@@ -422,7 +422,7 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
   if (t->periodic() && s == kRunning) {
     RunState st = engine_.state();
     bool may_continue = st == RunState::kActive ||
-                        (st == RunState::kShutdown && engine_.continue_periodic.load(std::memory_order_acquire));
+                        (st == RunState::kShutdown && engine_.continue_periodic.load(std::memory_order_acquire));  // (PO2)
     if (may_continue && transition(t, kRunning, kPending)) {  // kQueued stays: it is queued again
       count_departed(-1);
       queue_.push(t);

@@ -122,7 +122,7 @@ std::int64_t Shard::effective_earliest(Lock& lk) {
   if (TaskBase* head = settled_head(lk); head != nullptr && !head->never_due()) d = head->deadline;
   for (std::vector<TaskBase*>& staged : staged_)
     for (TaskBase* t : staged) {
-      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;
+      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
       std::optional<Key> k = newest_key(t);
       if (k && !(k->seq & kNeverBit)) d = std::min(d, k->deadline);
     }

@@ -64,7 +64,7 @@ bool Shard::make_room() {
     bool in_batch = false;
     for (auto& staged : staged_)
       for (TaskBase* t : staged) {
-        if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;
+        if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
         std::optional<Key> k = newest_key(t);  // re-armed while it waited: re-filed at that key
         if (k && (oldest == nullptr || *k < oldest_key)) {
           oldest = t;
@@ -115,7 +115,7 @@ void Shard::apply_policies(Lock& lk) {
   if (engine_.state() >= RunState::kShutdownNow) return;
   std::int64_t now = engine_.now_ns();
   auto refused = [&](TaskBase* t) {
-    std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;
+    std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;  // (TI2)
     return s == kCancelled || !allowed_after_shutdown(lk, t, now);
   };
   if (!reserve_graveyard(queue_.size())) {
@@ -135,8 +135,8 @@ void Shard::apply_policies(Lock& lk) {
 // through as "due" after shutdown.
 bool Shard::allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept {
   KAIROS_DCHECK(lk.owns_lock());
-  if (t->periodic()) return engine_.continue_periodic.load(std::memory_order_acquire);
-  if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;
+  if (t->periodic()) return engine_.continue_periodic.load(std::memory_order_acquire);  // (PO2)
+  if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;                // (PO2)
   if (!(t->flags & kRearmable)) return is_due(t, now);
   std::optional<Key> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
   return k ? (k->deadline <= now && !(k->seq & kNeverBit)) : is_due(t, now);
