@@ -13,7 +13,8 @@
 //   (AW3) the completer: transition() (detail/task.hpp) for kNormal / kExceptional, and for
 //         kCancelled whoever lets go of the task with no kairos lock held: cancel_task
 //         (shard_cancel.cpp), drop_orphan, run_orphan (task_lifecycle.cpp), Shard::bury
-//         (shard.cpp) and discard_oldest's victim (shard_retire.cpp). Each checks kAwaited in a state it read at or after its terminal CAS.
+//         (shard.cpp) and discard_oldest's victim (shard_retire.cpp). Each checks kAwaited in a
+//         state it read at or after its terminal CAS.
 //   (AW4) the waker unlinks every record of its node under the bucket lock and resumes each one
 //         after unlocking. A record is resumed by whoever unlinks it, and it is unlinked once:
 //         by a waker, or by the registrar that found the task already terminal at (AW2) (then

@@ -55,7 +55,7 @@ class Inbox {
   // count read (IN5) and the wait's arm (LW2, leader_wait.hpp).
   std::uint64_t take_seq() noexcept { return next_seq_.fetch_add(1, std::memory_order_seq_cst); }
   // (IN2) release inside moodycamel: publishes t's fields; pairs with the dequeue (IN3).
-  bool push(TaskBase* t) noexcept {
+  [[nodiscard]] bool push(TaskBase* t) noexcept {
     try {
       return queue_.enqueue(tokens_.for_this_thread(), t);
     } catch (...) {  // the thread's first token could not be made
@@ -67,7 +67,7 @@ class Inbox {
   void abandon() noexcept { abandoned_.fetch_add(1, std::memory_order_seq_cst); }
   // A request about t (kRemoveTag or kRefileTag; the caller holds a reference for it). False if
   // it could not be sent.
-  bool post(TaskBase* t, std::uintptr_t tag) noexcept {
+  [[nodiscard]] bool post(TaskBase* t, std::uintptr_t tag) noexcept {
     // (IN6) seq_cst, before the item: pairs with removes_sent (IN7): drain_all waits for it.
     posted_.fetch_add(1, std::memory_order_seq_cst);
     if (push(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) | tag))) return true;

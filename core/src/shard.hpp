@@ -79,7 +79,7 @@ class Shard {
                                                 : inbox_.seqs_taken() - inbox_.abandoned());
   }
   // Options::capacity: counts one more pending task unless `cap` are pending already.
-  bool try_admit(std::size_t cap) noexcept {
+  [[nodiscard]] bool try_admit(std::size_t cap) noexcept {
     std::uint64_t a = admitted_.load(std::memory_order_acquire);  // (CT3)
     for (;;) {
       std::int64_t p = pending_of(a);
@@ -139,12 +139,12 @@ class Shard {
 
   // ---- lifecycle calls: any thread; each takes mu_ (shard_retire.cpp, shard.cpp) ---------------
   void after_racing_shutdown();      // a submission that saw shutdown only after its enqueue
-  bool make_room();                  // discard_oldest: cancels the earliest pending task
+  [[nodiscard]] bool make_room();    // discard_oldest: cancels the earliest pending task
   void apply_shutdown();             // shutdown(), and a policy turned off after it
   void take_pending(std::vector<TaskBase*>& orphans);  // shutdown_now()
   void cancel_pending_in_place() noexcept;            // the destructor, out of memory
   void settle_if_dead();             // the destructor, after the threads are gone
-  bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now);  // wait_idle()
+  [[nodiscard]] bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now);  // wait_idle()
   ShardStats stats() const;
   void wake_leader() noexcept { wait_.wake(); }  // the leader re-examines its state and queue
   void notify_state_changed();       // lifecycle: re-examine must_exit
