@@ -189,8 +189,10 @@ void Shard::take_in(Lock& lk, TaskBase* t) {
       return;
     }
     RunState st = engine_.state();
-    if (st >= RunState::kShutdownNow ? pending_taken_
-                                     : (st == RunState::kShutdown && !allowed_after_shutdown(lk, t, engine_.now_ns()))) {
+    bool refused = st >= RunState::kShutdownNow
+                       ? pending_taken_
+                       : (st == RunState::kShutdown && !allowed_after_shutdown(lk, t, engine_.now_ns()));
+    if (refused) {
       // Before shutdown_now() took this shard's tasks, it goes to the queue for it to take.
       if (!transition(t, kPending, kCancelled)) {
         s = t->state.load(std::memory_order_acquire);
@@ -422,7 +424,8 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
   if (t->periodic() && s == kRunning) {
     RunState st = engine_.state();
     bool may_continue = st == RunState::kActive ||
-                        (st == RunState::kShutdown && engine_.continue_periodic.load(std::memory_order_acquire));  // (PO2)
+                        (st == RunState::kShutdown &&
+                         engine_.continue_periodic.load(std::memory_order_acquire));  // (PO2)
     if (may_continue && transition(t, kRunning, kPending)) {  // kQueued stays: it is queued again
       count_departed(-1);
       queue_.push(t);

@@ -2,10 +2,10 @@
 //
 // The poller takes the role a worker thread has in run_worker, for one pass and without ever
 // waiting: drain the inbox, pop what is due at the caller's `now`, run it with mu_ released,
-// re-queue or bury under mu_ (shard_leader.cpp, the same functions). Everything else is shared with the threaded shard, unchanged:
-// producers, cancellers and re-armers talk to the shard through the same inbox and state words
-// (they cannot tell a poller from a leader), and the lifecycle calls see the poller's batch in
-// staged_[0] like a worker's.
+// re-queue or bury under mu_: the functions of shard_leader.cpp. Everything else is shared with
+// the threaded shard, unchanged: producers, cancellers and re-armers talk to the shard through
+// the same inbox and state words (they cannot tell a poller from a leader), and the lifecycle
+// calls see the poller's batch in staged_[0] like a worker's.
 //
 // Who owns what. polling_ (under mu_) is the runner's role: one poll at a time holds it, also
 // while it runs tasks with mu_ released; a second poll (another thread, or a task calling
