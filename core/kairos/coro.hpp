@@ -6,7 +6,7 @@
 // (no await_transform that refuses them). docs/coroutines.md is the user's guide.
 //
 // Sleeps. One task per sleep (schedule_at), whose callable is one pointer to the awaiter (a
-//   48-byte node, the smallest class: no allocation beyond it; the awaiter lives in the frame).
+//   40-byte node: no allocation beyond it; the awaiter lives in the frame).
 //   Resumed on the thread that runs the task (a scheduler thread; the loop's thread in poll
 //   mode), never before the deadline, and among equal deadlines on one shard in the order the
 //   sleeps began (the scheduler's FIFO). A sleep whose task never runs resumes the coroutine

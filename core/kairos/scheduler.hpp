@@ -306,7 +306,7 @@ class BasicScheduler {
     check_callable(f);
     auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), 0);
     using R = detail::call_result_t<std::decay_t<F>>;
-    n->refs.store(2, std::memory_order_relaxed);  // the scheduler's and the future's; published
+    detail::set_refs_unpublished(n, 2);  // the scheduler's and the future's; published
                                                   // by the inbox enqueue (release)
     ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);
@@ -323,7 +323,7 @@ class BasicScheduler {
     Deadline deadline = deadline_after(initial_delay);
     auto* n = detail::make_node<true>(std::forward<F>(f), flags);
     n->period = p;
-    n->refs.store(2, std::memory_order_relaxed);
+    detail::set_refs_unpublished(n, 2);
     ScheduledFuture<void> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);
     return fut;

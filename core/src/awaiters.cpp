@@ -51,7 +51,7 @@ std::array<Bucket, kBuckets>& buckets() noexcept {
 
 Bucket& bucket_of(const TaskBase* t) noexcept {
   auto a = reinterpret_cast<std::uintptr_t>(t);
-  return buckets()[(a >> 6) % kBuckets];  // nodes are at least 48 bytes apart
+  return buckets()[(a >> 5) % kBuckets];  // nodes are at least 32 bytes apart
 }
 
 // Unlinks r from b's list (b.mu held). True iff it was there.

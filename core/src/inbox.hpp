@@ -169,7 +169,7 @@ class Inbox {
   // An item seen but not confirmed took its seq before `seq_bound`.
   bool holds_unconfirmed_before(std::uint64_t seq_bound) const noexcept {
     for (const TaskBase* t : unconfirmed_)
-      if ((t->seq & ~kNeverBit) < seq_bound) return true;
+      if (seq_before(t->seq, static_cast<std::uint32_t>(seq_bound))) return true;  // modulo 2^32
     return false;
   }
 

@@ -97,11 +97,13 @@ class Shard {
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
   void publish(TaskBase* t, std::uint64_t seq, bool never) {
-    t->seq = seq | (never ? kNeverBit : 0);
+    t->seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
+    t->never = never;
     if (t->flags & kRearmable) {  // not yet re-armed: the latest key is the filed one
       auto* r = static_cast<RearmBase*>(t);
       r->latest_deadline = t->deadline;
       r->latest_seq = t->seq;
+      r->latest_never = t->never;
     }
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
     if (!inbox_.push(t)) {
@@ -207,11 +209,12 @@ class Shard {
   [[nodiscard]] bool refiled_after_shutdown(Lock& lk, TaskBase* t);
   bool retained_after_rearm(TaskBase* t) noexcept;
   TaskBase* settled_head(Lock& lk);
-  // A task's place in the queue's order: (deadline, seq), as TimerHeap::before compares them.
+  // A task's place in the queue's order: (deadline, never, seq), as filed_before compares them.
   struct Key {
     std::int64_t deadline = 0;
-    std::uint64_t seq = 0;
-    bool operator<(const Key& o) const noexcept { return deadline != o.deadline ? deadline < o.deadline : seq < o.seq; }
+    std::uint32_t seq = 0;
+    bool never = false;
+    bool operator<(const Key& o) const noexcept { return key_before(deadline, never, seq, o.deadline, o.never, o.seq); }
   };
   static std::optional<Key> newest_key(TaskBase* t) noexcept;
   // shard_retire.cpp:

@@ -395,8 +395,7 @@ void Shard::next_deadline(TaskBase* t) noexcept {
   if (never) next = kMaxNs;
   // A first run due "never" can only have been a caller_runs one; the next has a real time.
   // Relaxed atomic stores: lifecycle calls read both as a snapshot (newest_key) without the lock.
-  std::atomic_ref<std::uint64_t>(t->seq).store(never ? (t->seq | kNeverBit) : (t->seq & ~kNeverBit),
-                                               std::memory_order_relaxed);
+  std::atomic_ref<std::uint8_t>(t->never).store(never ? 1 : 0, std::memory_order_relaxed);
   std::atomic_ref<std::int64_t>(t->deadline).store(next, std::memory_order_relaxed);
 }
 

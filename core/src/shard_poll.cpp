@@ -124,7 +124,7 @@ std::int64_t Shard::effective_earliest(Lock& lk) {
     for (TaskBase* t : staged) {
       if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
       std::optional<Key> k = newest_key(t);
-      if (k && !(k->seq & kNeverBit)) d = std::min(d, k->deadline);
+      if (k && !k->never) d = std::min(d, k->deadline);
     }
   return d;
 }

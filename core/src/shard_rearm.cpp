@@ -58,7 +58,8 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
   auto* r = static_cast<RearmBase*>(t);
   std::uint64_t seq = inbox_.take_seq();  // (IN1)
   std::atomic_ref<std::int64_t>(r->latest_deadline).store(never ? kMaxNs : deadline, std::memory_order_relaxed);
-  r->latest_seq = seq | (never ? kNeverBit : 0);
+  r->latest_seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
+  r->latest_never = never;
   // Filed later than the new deadline: the leader must move it now (never late). Filed earlier:
   // nothing to send; when the filed deadline comes, the leader re-files it (never early).
   std::int64_t filed = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
@@ -143,16 +144,16 @@ bool Shard::refiled_after_shutdown(Lock& lk, TaskBase* t) {
 // The key a task waiting in a runner's batch waits for now (its runner may start it meanwhile,
 // without mu_): the one it was filed at, or, for a task re-armed since, the newest one, read while
 // RA1/RA2 hold off a re-arm and the runner's start. Nothing if it is no longer pending. A periodic
-// task's runner moves its deadline and its seq's never-bit when its run ends (next_deadline, no
+// task's runner moves its deadline and its never byte when its run ends (next_deadline, no
 // lock), hence the atomic loads: a snapshot, which the caller's transition out of kPending then
 // confirms or refutes (a task that started meanwhile is not taken).
 std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
   if (!(t->flags & kRearmable))
-    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed),
-               std::atomic_ref<std::uint64_t>(t->seq).load(std::memory_order_relaxed)};
+    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed), t->seq,
+               std::atomic_ref<std::uint8_t>(t->never).load(std::memory_order_relaxed) != 0};
   if (!lock_pending(t)) return std::nullopt;  // (RA1)
   auto* r = static_cast<RearmBase*>(t);
-  Key k{r->latest_deadline, r->latest_seq};
+  Key k{r->latest_deadline, r->latest_seq, r->latest_never != 0};
   unlock_pending(t);  // (RA2)
   return k;
 }

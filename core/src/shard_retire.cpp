@@ -60,7 +60,7 @@ bool Shard::make_room() {
   bool made = false;
   while (!made) {
     TaskBase* oldest = settled_head(lk);
-    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq};
+    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq, oldest->never_due()};
     bool in_batch = false;
     for (auto& staged : staged_)
       for (TaskBase* t : staged) {
@@ -139,7 +139,7 @@ bool Shard::allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) cons
   if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;                // (PO2)
   if (!(t->flags & kRearmable)) return is_due(t, now);
   std::optional<Key> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
-  return k ? (k->deadline <= now && !(k->seq & kNeverBit)) : is_due(t, now);
+  return k ? (k->deadline <= now && !k->never) : is_due(t, now);
 }
 
 // ---- take pending: shutdown_now() ---------------------------------------------------------------

@@ -6,11 +6,17 @@
 // Why:     timers mostly arrive in deadline order: equal delays (an order-timeout window, a
 //          burst at one absolute deadline), zero delays (execute, submit), a fixed-rate task's
 //          next run. Those skip the heap's O(log n) sift each way, and its cache misses on the
-//          nodes of its children: appended at the back, taken from the front.
+//          nodes of its children: appended at the back, taken from the front. A timer queue
+//          keeps up to kMaxRuns runs, one per delay class (timer_queue.hpp); each run has an id,
+//          carried in the heap_index of every task it holds, so erase finds the run in O(1).
 // Erase:   O(1): the task's slot is in its heap_index (tagged, see below) and becomes a hole
 //          (nullptr) that pops skip. Holes are squeezed out when the ring is full and at least
 //          half of it is holes, so the ring holds at most about twice the peak of live tasks and
 //          each hole costs O(1) amortised.
+// Memory:  the ring grows only on an append; try_append() on a ring that cannot grow refuses the
+//          task (false, nothing changed) and the caller files it elsewhere (the timer queue: its
+//          heap, whose capacity was reserved), so the timer queue never needs memory it may not
+//          get. (append() throws std::bad_alloc instead; tests use it.)
 #pragma once
 #include <cstdint>
 
@@ -22,16 +28,27 @@ namespace kairos::detail {
 
 class SortedRun {
  public:
-  // heap_index of a task in a run: kTag | (position & kPositionMask). Heap slots stay below
-  // kTag, and no tagged value reaches kNotInHeap. Positions count appends; a slot is a position
-  // modulo the ring's size (a power of two, at most kPositionMask + 1, so one tagged value
-  // names one slot).
+  // heap_index of a task in a run: kTag | id << kIdShift | (position & kPositionMask), bit 30
+  // clear. Heap slots stay below kTag, and no tagged value reaches kNotInHeap. Positions count
+  // appends; a slot is a position modulo the ring's size (a power of two, at most
+  // kPositionMask + 1, so one tagged value names one slot of one run).
   static constexpr std::uint32_t kTag = 0x80000000u;
-  static constexpr std::uint32_t kPositionMask = 0x3FFFFFFFu;
-  // The ring doubles only when more than half of it is live, so with fewer than 2^29 live tasks
+  static constexpr unsigned kIdShift = 28;
+  static constexpr std::uint32_t kPositionMask = 0x0FFFFFFFu;
+  static constexpr unsigned kMaxRuns = 4;  // ids 0..3: bits 28 and 29
+  // The ring doubles only when more than half of it is live, so with fewer than 2^27 live tasks
   // it never outgrows kPositionMask + 1 slots.
-  static constexpr std::size_t kMaxLive = std::size_t{1} << 29;
+  static constexpr std::size_t kMaxLive = std::size_t{1} << 27;
   static constexpr bool holds(std::uint32_t heap_index) noexcept { return (heap_index & 0xC0000000u) == kTag; }
+  // The id of the run that holds a task whose heap_index satisfies holds().
+  static constexpr unsigned id_of(std::uint32_t heap_index) noexcept { return (heap_index >> kIdShift) & (kMaxRuns - 1); }
+
+  explicit SortedRun(unsigned id = 0) noexcept
+      : tag_(kTag | (static_cast<std::uint32_t>(id & (kMaxRuns - 1)) << kIdShift)) {}
+  SortedRun(const SortedRun&) = delete;
+  SortedRun& operator=(const SortedRun&) = delete;
+
+  unsigned id() const noexcept { return id_of(tag_); }
 
   bool empty() const noexcept { return live_ == 0; }
   std::size_t size() const noexcept { return live_; }
@@ -44,7 +61,13 @@ class SortedRun {
     if (live_ - 1 >= kMaxLive - 1) [[unlikely]]  // one comparison for both bounds
       return live_ == 0;
     if (t->deadline != back_deadline_) return t->deadline > back_deadline_;
-    return t->seq > back_seq_;
+    return seq_before(back_seq_, t->seq);
+  }
+
+  // True if this run's back sorts before o's back (both not empty): the timer queue appends a
+  // task to the run with the latest back that it does not precede.
+  bool back_before(const SortedRun& o) const noexcept {
+    return before(back_deadline_, back_seq_, o.back_deadline_, o.back_seq_);
   }
 
   // True if an earlier later_at_back() that gave up showed that t sorts before more than `max`
@@ -100,7 +123,7 @@ class SortedRun {
     if (tail_ - head_ == ring_.size() && !make_room()) return false;
     refused_below_ = false;
     ring_[slot(tail_)] = t;
-    t->heap_index = kTag | static_cast<std::uint32_t>(tail_ & kPositionMask);
+    t->heap_index = tag_ | static_cast<std::uint32_t>(tail_ & kPositionMask);
     ++tail_;
     ++live_;
     back_deadline_ = t->deadline;
@@ -118,9 +141,9 @@ class SortedRun {
     return t;
   }
 
-  // false if t is not in this run.
+  // false if t is not in this run (in another one, the heap, or none).
   bool erase(TaskBase* t) noexcept {
-    if (!holds(t->heap_index) || ring_.empty()) return false;
+    if ((t->heap_index & ~kPositionMask) != tag_ || ring_.empty()) return false;
     TaskBase*& s = ring_[(t->heap_index & kPositionMask) & (ring_.size() - 1)];
     if (s != t) return false;
     refused_below_ = false;
@@ -174,8 +197,8 @@ class SortedRun {
     for (std::uint64_t p = head_; p != tail_; ++p) {
       const TaskBase* t = ring_[slot(p)];
       if (t == nullptr) continue;
-      if (t->heap_index != (kTag | static_cast<std::uint32_t>(p & kPositionMask))) return false;
-      if (prev != nullptr && (t->deadline < prev->deadline || (t->deadline == prev->deadline && t->seq < prev->seq)))
+      if (t->heap_index != (tag_ | static_cast<std::uint32_t>(p & kPositionMask))) return false;
+      if (prev != nullptr && filed_before(t, prev))
         return false;
       prev = t;
       ++n;
@@ -187,8 +210,9 @@ class SortedRun {
   }
 
  private:
-  static bool before(std::int64_t ad, std::uint64_t as, std::int64_t bd, std::uint64_t bs) noexcept {
-    return ad != bd ? ad < bd : as < bs;
+  // Never-due tasks take the heap (timer_queue.hpp), so every key here is a due one.
+  static bool before(std::int64_t ad, std::uint32_t as, std::int64_t bd, std::uint32_t bs) noexcept {
+    return key_before(ad, false, as, bd, false, bs);
   }
 
   std::size_t slot(std::uint64_t position) const noexcept {
@@ -224,7 +248,7 @@ class SortedRun {
         if (t == nullptr) continue;
         ring_[slot(p)] = nullptr;
         ring_[slot(to)] = t;
-        t->heap_index = kTag | static_cast<std::uint32_t>(to & kPositionMask);
+        t->heap_index = tag_ | static_cast<std::uint32_t>(to & kPositionMask);
         ++to;
       }
       tail_ = to;
@@ -246,15 +270,16 @@ class SortedRun {
     return true;
   }
 
+  const std::uint32_t tag_;   // kTag | id << kIdShift: the heap_index bits of this run's tasks
   PageArray<TaskBase*> ring_;  // size 0 or a power of two; nullptr: a hole or unused
   std::uint64_t head_ = 0;       // position of the front (a live task unless empty)
   std::uint64_t tail_ = 0;       // position the next append takes
   std::size_t live_ = 0;
   std::int64_t back_deadline_ = 0;  // key of the back (unless empty)
-  std::uint64_t back_seq_ = 0;
+  std::uint32_t back_seq_ = 0;
   bool refused_below_ = false;  // later_at_back(): keys before this one are refused (run unchanged)
   std::int64_t refused_deadline_ = 0;
-  std::uint64_t refused_seq_ = 0;
+  std::uint32_t refused_seq_ = 0;
 };
 
 }  // namespace kairos::detail

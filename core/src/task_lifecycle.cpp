@@ -3,6 +3,7 @@
 // Cancel is in shard_cancel.cpp, re-arm in shard_rearm.cpp. See detail/task.hpp for the state
 // machine and who destroys the callable.
 #include <cstdio>
+#include <exception>
 
 #include <kairos/detail/scheduler_core.hpp>
 
@@ -52,6 +53,12 @@ void report_uncaught(const std::function<void(std::exception_ptr)>& handler, std
   } catch (...) {
     std::fprintf(stderr, "kairos: uncaught exception of a non-std type in a task\n");
   }
+}
+
+void too_many_references() noexcept {
+  std::fprintf(stderr, "kairos: more than %u references to one task (copies of one ScheduledFuture)\n",
+               static_cast<unsigned>(kMaxRefs));
+  std::terminate();
 }
 
 }  // namespace kairos::detail

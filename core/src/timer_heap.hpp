@@ -16,13 +16,9 @@ namespace kairos::detail {
 
 class TimerHeap {
  public:
-  // Equal deadlines: submission order (seq), except that a task never due (kNeverBit, bit 63 of
-  // seq; its deadline is the largest) sorts after one that falls due at the end of a
-  // ManualClock's time.
-  static bool before(const TaskBase* a, const TaskBase* b) noexcept {
-    if (a->deadline != b->deadline) return a->deadline < b->deadline;
-    return a->seq < b->seq;
-  }
+  // Equal deadlines: submission order (seq), except that a task never due (its deadline is the
+  // largest) sorts after one that falls due at the end of a ManualClock's time (filed_before).
+  static bool before(const TaskBase* a, const TaskBase* b) noexcept { return filed_before(a, b); }
 
   bool empty() const noexcept { return v_.empty(); }
   std::size_t size() const noexcept { return v_.size(); }

@@ -1,14 +1,43 @@
-// timer_queue.hpp: a shard's pending tasks: the indexed heap plus a sorted run.
+// timer_queue.hpp: a shard's pending tasks: the indexed heap plus up to four sorted runs.
 // Threads: guarded by the shard's lock; no member is thread-safe.
-// Order:   top() is the earliest (deadline, seq) of both parts.
-// Why:     a task that sorts after the run's back (its last live task) is appended to the run in
-//          O(1) (sorted_run.hpp) instead of sifting through the heap: zero-delay work, equal
-//          delays and equal deadlines arrive that way, and a burst of 100,000 equal deadlines
-//          then leaves in 100,000 O(1) pops. Other tasks take the heap.
-// Cancel:  erase() is O(log n) for a heap task and O(1) for a run task.
+// Order:   top() is the earliest (deadline, seq) of all parts. Every part orders by that one key
+//          and top() compares the parts' heads by it, so equal deadlines leave in submission
+//          order (seq) across runs and heap alike.
+// Why:     timers arrive in deadline order per delay class: zero-delay work (execute, submit),
+//          one fixed delay (an order-timeout window: W2), a burst at one absolute deadline (W7),
+//          a fixed-rate task's next run. A task that sorts after a run's back (its last live
+//          task) is appended to it in O(1) (sorted_run.hpp) instead of sifting through the heap,
+//          and leaves from its front in O(1). A workload that interleaves two delays (100 ms and
+//          10 s, W2b) is two such streams, not one: with a single run, one class would take the
+//          heap. So there are kRuns runs, and a task goes to
+//            1. the run with the latest back it does not precede (best fit: it keeps the runs
+//               with later backs open for the classes that need them), else
+//            2. an empty run (a new class, or a straggler a moment out of order), else
+//            3. the run with the earliest back, if t sorts before at most kMaxMoved tasks at
+//               its back: they move to the heap and t takes their place (a few far-later timers
+//               do not close a run to the rest; each task moves at most once), else
+//            4. the heap; so does a task never due (its key is the largest: it would close a run
+//               to every other task).
+//          Two classes interleaved from the first task settle after one step (the first 10 s
+//          task joins the 100 ms run, the next 100 ms task opens a second run, and from then on
+//          each class's back is the only one its tasks fit best), three likewise in three runs.
+//          A key of no class (a random delay) that fits after a class's back tops that run, and
+//          the class's next tasks take another run or, when none is free, rule 3 moves the
+//          stray key to the heap: random keys cost places in the runs, never order.
+// Cost:    push: one comparison with each run's back (kept in the run: no node read), O(1) at
+//          rules 1 and 2; rule 3 reads at most a few nodes at one run's back and moves at most
+//          kMaxMoved tasks to the heap (each task at most once); rule 4 is the heap's O(log n). top(): one comparison, the run with the earliest
+//          head kept in first_. pop from a run: O(1), first_ found again among the runs' heads
+//          (kRuns - 1 comparisons). erase: O(1) in a run (its id is in the task's heap_index),
+//          O(log n) in the heap.
+// Memory:  growth needed for correctness happens in try_reserve() only: the heap's capacity
+//          covers every task the shard may hold, so push() never fails and never throws. A run's
+//          ring grows inside push() when it can; when it cannot (out of memory, or
+//          g_refuse_growth_for_testing in page_array.hpp) the run refuses the task and the heap
+//          takes it: nothing waits on memory after a successful reservation.
 #pragma once
+#include <array>
 #include <cstdint>
-#include <vector>
 
 #include <kairos/detail/task.hpp>
 
@@ -19,78 +48,143 @@ namespace kairos::detail {
 
 class TimerQueue {
  public:
-  bool empty() const noexcept { return heap_.empty() && run_.empty(); }
-  std::size_t size() const noexcept { return heap_.size() + run_.size(); }
+  static constexpr unsigned kRuns = SortedRun::kMaxRuns;
+
+  bool empty() const noexcept { return heap_.empty() && first_ == kNoRun; }
+  std::size_t size() const noexcept {
+    std::size_t n = heap_.size();
+    for (const SortedRun& r : runs_) n += r.size();
+    return n;
+  }
 
   TaskBase* top() const noexcept {
-    if (run_.empty()) return heap_.top();
-    TaskBase* r = run_.front();
+    if (first_ == kNoRun) return heap_.top();
+    TaskBase* r = runs_[first_].front();
     if (heap_.empty() || TimerHeap::before(r, heap_.top())) return r;
     return heap_.top();
   }
 
   TaskBase* pop() noexcept {
-    if (!run_.empty() && (heap_.empty() || TimerHeap::before(run_.front(), heap_.top()))) return run_.pop_front();
+    if (first_ != kNoRun && (heap_.empty() || TimerHeap::before(runs_[first_].front(), heap_.top()))) {
+      TaskBase* t = runs_[first_].pop_front();
+      find_first();
+      return t;
+    }
     return heap_.pop();
   }
 
-  // True iff t became the earliest. A task that sorts before the run's back by at most
-  // kMaxMoved tasks takes their place in the run, and they go to the heap: a few tasks far
-  // later than the rest do not close the run to everything before them, and each task moves
-  // at most once. Other tasks take the heap, and so does a task never due (its key is the
-  // largest: it would close the run to every other task).
-  bool push(TaskBase* t) {
-    if (!t->never_due() && !run_.known_to_refuse(t)) {
-      if (!run_.accepts(t)) {
-        const std::size_t later = run_.later_at_back(t, kMaxMoved);
-        if (later <= kMaxMoved)
-          for (std::size_t i = 0; i < later; ++i) heap_.push(run_.pop_back());
+  // Files t by the rules above. No result: a caller that needs to know whether t became the
+  // earliest compares it with top().
+  void push(TaskBase* t) {
+    if (!t->never_due()) {
+      SortedRun* fit = nullptr;    // rule 1
+      SortedRun* empty = nullptr;  // rule 2: one whose ring is already there if any
+      SortedRun* nearest = nullptr;  // rule 3
+      for (SortedRun& r : runs_) {
+        if (r.empty()) {
+          if (empty == nullptr || (empty->capacity() == 0 && r.capacity() != 0)) empty = &r;
+        } else if (r.accepts(t)) {
+          if (fit == nullptr || fit->back_before(r)) fit = &r;
+        } else if (nearest == nullptr || r.back_before(*nearest)) {
+          nearest = &r;
+        }
       }
-      if (run_.accepts(t) && run_.try_append(t)) return top() == t;  // (a ring that cannot grow:
-    }                                                                // the heap takes it)
-    return heap_.push(t) && top() == t;
+      SortedRun* to = fit != nullptr ? fit : empty != nullptr ? empty : make_way(nearest, t);
+      if (to != nullptr && to->try_append(t)) {  // false: a ring that cannot grow (the heap takes t)
+        if (to->size() == 1 && (first_ == kNoRun || TimerHeap::before(t, runs_[first_].front()))) first_ = to->id();
+        return;
+      }
+    }
+    heap_.push(t);  // within the capacity try_reserve() made: no growth
   }
 
   // Growth happens here only. The shard keeps the heap's capacity at least the number of tasks
   // it may hold (queued, out in a batch, and the ones it is about to accept: Shard::accept_all),
-  // so push() never grows the heap: every task may end in the heap, and the run falls back to
-  // it when its ring cannot grow. False (nothing changed) if the memory is not there.
+  // so push() never grows the heap: every task may end in the heap, and a run falls back to it
+  // when its ring cannot grow. False (nothing changed) if the memory is not there.
   [[nodiscard]] bool try_reserve(std::size_t n) noexcept { return heap_.try_reserve(n); }
 
-  // True if t was here and is removed: O(log n) in the heap, O(1) in the run.
-  bool erase(TaskBase* t) noexcept { return SortedRun::holds(t->heap_index) ? run_.erase(t) : heap_.erase(t); }
+  // True if t was here and is removed: O(log n) in the heap, O(1) in a run.
+  bool erase(TaskBase* t) noexcept {
+    if (!SortedRun::holds(t->heap_index)) return heap_.erase(t);
+    const unsigned id = SortedRun::id_of(t->heap_index);
+    if (!runs_[id].erase(t)) return false;
+    if (id == first_) find_first();  // another run's head, later than first_'s, stays later
+    return true;
+  }
 
   static bool queued(const TaskBase* t) noexcept { return t->heap_index != kNotInHeap; }
   static bool in_run(const TaskBase* t) noexcept { return SortedRun::holds(t->heap_index); }
+  static unsigned run_of(const TaskBase* t) noexcept { return SortedRun::id_of(t->heap_index); }  // in_run(t)
 
   // Cold paths (shutdown, policies): removes every task for which pred(t) holds, wherever it
-  // is, and hands it to out(t). O(n), no allocation: both parts are filtered in place and the
+  // is, and hands it to out(t). O(n), no allocation: every part is filtered in place and the
   // heap is rebuilt once.
   template <class Pred, class Out>
   void remove_if(Pred&& pred, Out&& out) {
     heap_.remove_if(pred, out);
-    run_.remove_if(pred, out);
+    for (SortedRun& r : runs_) r.remove_if(pred, out);
+    find_first();
   }
 
   template <class Fn>
   void for_each(Fn&& fn) const {
     for (TaskBase* t : heap_.items()) fn(t);
-    run_.for_each(fn);
+    for (const SortedRun& r : runs_) r.for_each(fn);
   }
 
   void clear() noexcept {
     heap_.clear();
-    run_.clear();
+    for (SortedRun& r : runs_) r.clear();
+    first_ = kNoRun;
   }
 
   const TimerHeap& heap() const noexcept { return heap_; }
-  const SortedRun& run() const noexcept { return run_; }
+  const SortedRun& run(unsigned id) const noexcept { return runs_[id]; }
+  std::size_t in_runs() const noexcept { return size() - heap_.size(); }
+  // Tasks moved from a run's back to the heap by rule 3 (tests: the rule was taken, or not).
+  std::uint64_t moved_to_heap() const noexcept { return moved_; }
+
+  // Every part's invariants and first_; tests call it.
+  bool check_invariants() const noexcept {
+    if (!heap_.check_invariants()) return false;
+    const SortedRun* first = nullptr;
+    for (const SortedRun& r : runs_) {
+      if (!r.check_invariants()) return false;
+      if (!r.empty() && (first == nullptr || TimerHeap::before(r.front(), first->front()))) first = &r;
+    }
+    return first == nullptr ? first_ == kNoRun : first_ == first->id();
+  }
 
  private:
   static constexpr std::size_t kMaxMoved = 4;
+  static constexpr unsigned kNoRun = kRuns;
+
+  // Rule 3 on r (every run is busy and none accepts t; r has the earliest back). Returns r if t
+  // may now be appended to it, nullptr if t takes the heap.
+  SortedRun* make_way(SortedRun* r, const TaskBase* t) {
+    if (r == nullptr || r->known_to_refuse(t)) return nullptr;  // a random key: one comparison
+    const std::size_t later = r->later_at_back(t, kMaxMoved);
+    if (later > kMaxMoved) return nullptr;
+    for (std::size_t i = 0; i < later; ++i) heap_.push(r->pop_back());
+    moved_ += later;
+    if (r->empty() && r->id() == first_) find_first();  // only its back left: its head stays otherwise
+    return r->accepts(t) ? r : nullptr;  // false if holes stopped later_at_back() short
+  }
+
+  // first_: the run whose head is the earliest of the runs' heads, kNoRun if every run is empty.
+  void find_first() noexcept {
+    unsigned best = kNoRun;
+    for (unsigned i = 0; i < kRuns; ++i)
+      if (!runs_[i].empty() && (best == kNoRun || TimerHeap::before(runs_[i].front(), runs_[best].front()))) best = i;
+    first_ = best;
+  }
 
   TimerHeap heap_;
-  SortedRun run_;
+  static_assert(kRuns == 4, "one initializer per run");
+  std::array<SortedRun, kRuns> runs_{SortedRun{0}, SortedRun{1}, SortedRun{2}, SortedRun{3}};
+  unsigned first_ = kNoRun;  // see find_first()
+  std::uint64_t moved_ = 0;
 };
 
 }  // namespace kairos::detail

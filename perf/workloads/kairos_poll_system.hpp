@@ -31,6 +31,11 @@ class KairosPollSystem {
     return sched_.schedule(std::forward<F>(f), std::chrono::nanoseconds(delay_ns));
   }
   template <class F>
+  Handle submit(F&& f) {
+    tick();
+    return sched_.submit(std::forward<F>(f));
+  }
+  template <class F>
   Handle schedule_at(F&& f, std::int64_t deadline_ns) {
     tick();
     return sched_.schedule_at(std::forward<F>(f), kairos::SteadyClock::time_point(std::chrono::nanoseconds(deadline_ns)));

@@ -52,6 +52,10 @@ class KairosSystem {
   void execute(F&& f) {
     sched_.execute(std::forward<F>(f));
   }
+  template <class F>
+  Handle submit(F&& f) {
+    return sched_.submit(std::forward<F>(f));
+  }
   static bool cancel(Handle& h) { return h.cancel(); }
   std::size_t queue_size() { return sched_.queue_size(); }
   bool drain(std::chrono::nanoseconds timeout) { return sched_.wait_idle(timeout); }

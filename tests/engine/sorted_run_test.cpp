@@ -1,13 +1,16 @@
-// The sorted run: O(1) append, pop and erase, holes squeezed out, memory bounded.
+// The sorted run: O(1) append, pop and erase, holes squeezed out, memory bounded; a run's id in
+// its tasks' heap_index; one run per delay class; a ring that cannot grow refuses, unchanged.
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <memory>
+#include <new>
 #include <random>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
 
+#include "page_array.hpp"
 #include "sorted_run.hpp"
 #include "task_nodes.hpp"
 
@@ -160,6 +163,103 @@ TEST(SortedRun, ARefusalHoldsUntilTheRunChanges) {
   EXPECT_EQ(run.pop_front(), nodes[0].get());
   EXPECT_EQ(run.pop_front(), nodes[7].get());
   EXPECT_TRUE(run.empty());
+}
+
+// A run's id is in the heap_index of each task it holds: erase finds the run without a search,
+// and a run does not erase another run's task at the same position.
+TEST(SortedRun, RunIdsTagTheirTasksAndEachErasesOnlyItsOwn) {
+  auto nodes = make_nodes(4);
+  SortedRun one(1), three(3);
+  EXPECT_EQ(one.id(), 1u);
+  EXPECT_EQ(three.id(), 3u);
+  for (int i = 0; i < 4; ++i) {
+    nodes[i]->deadline = 10 + i;
+    nodes[i]->seq = static_cast<std::uint64_t>(i);
+  }
+  one.append(nodes[0].get());
+  three.append(nodes[1].get());  // position 0 in both rings
+  one.append(nodes[2].get());
+  three.append(nodes[3].get());
+  EXPECT_TRUE(SortedRun::holds(nodes[1]->heap_index));
+  EXPECT_EQ(SortedRun::id_of(nodes[0]->heap_index), 1u);
+  EXPECT_EQ(SortedRun::id_of(nodes[1]->heap_index), 3u);
+  EXPECT_NE(nodes[1]->heap_index, kNotInHeap);
+  EXPECT_FALSE(one.erase(nodes[1].get()));
+  EXPECT_FALSE(three.erase(nodes[0].get()));
+  EXPECT_TRUE(one.check_invariants());
+  EXPECT_TRUE(three.check_invariants());
+  EXPECT_TRUE(three.erase(nodes[1].get()));
+  EXPECT_EQ(nodes[1]->heap_index, kNotInHeap);
+  EXPECT_EQ(one.size(), 2u);
+  EXPECT_EQ(three.front(), nodes[3].get());
+}
+
+// Two delay classes interleaved (100 ms and 10 s, W2b's shape): one run refuses every task of the
+// short class filed after a long one; two runs, one per class, take every task, cancels included.
+TEST(SortedRun, TwoInterleavedDelayClassesNeedARunEach) {
+  constexpr std::size_t kTasks = 100'000;
+  constexpr std::size_t kWindow = 1024;
+  auto nodes = make_nodes(kTasks);
+  auto copies = make_nodes(kTasks);  // the same keys, for one run taking both classes
+  SortedRun shorter(0), longer(1), single(2);
+  std::size_t single_refused = 0;
+  for (std::size_t i = 0; i < kTasks; ++i) {
+    TaskBase* t = nodes[i].get();
+    const std::int64_t now = static_cast<std::int64_t>(i) * 100;
+    t->deadline = now + (i % 2 == 0 ? 100'000'000 : 10'000'000'000);
+    t->seq = i;
+    SortedRun& own = i % 2 == 0 ? shorter : longer;
+    ASSERT_TRUE(own.accepts(t)) << i;
+    own.append(t);
+    copies[i]->deadline = t->deadline;
+    copies[i]->seq = t->seq;
+    if (single.accepts(copies[i].get())) single.append(copies[i].get());
+    else ++single_refused;
+    if (i >= kWindow) {
+      TaskBase* old = nodes[i - kWindow].get();
+      ASSERT_TRUE((i - kWindow) % 2 == 0 ? shorter.erase(old) : longer.erase(old));
+      single.erase(copies[i - kWindow].get());  // false if it was refused
+    }
+  }
+  EXPECT_GE(single_refused, kTasks / 2 - 1);
+  EXPECT_EQ(shorter.size() + longer.size(), kWindow);
+  EXPECT_TRUE(shorter.check_invariants());
+  EXPECT_TRUE(longer.check_invariants());
+}
+
+struct RefuseGrowth {
+  RefuseGrowth() { g_refuse_growth_for_testing.store(true); }
+  ~RefuseGrowth() { g_refuse_growth_for_testing.store(false); }
+};
+
+// A full ring that may not grow refuses the task and stays as it was (try_append false, append
+// throws); once half of it is holes, the squeeze makes room without growing.
+TEST(SortedRun, AFullRingThatCannotGrowRefusesUnchanged) {
+  auto nodes = make_nodes(2000);
+  SortedRun run;
+  std::size_t n = 0;
+  for (; n < 1024; ++n) {
+    nodes[n]->deadline = static_cast<std::int64_t>(n);
+    nodes[n]->seq = n;
+    ASSERT_TRUE(run.try_append(nodes[n].get()));
+  }
+  ASSERT_EQ(run.capacity(), 1024u);
+  RefuseGrowth refuse;
+  TaskBase* t = nodes[n].get();
+  t->deadline = static_cast<std::int64_t>(n);
+  t->seq = n;
+  EXPECT_FALSE(run.try_append(t));
+  EXPECT_EQ(t->heap_index, kNotInHeap);
+  EXPECT_THROW(run.append(t), std::bad_alloc);
+  EXPECT_EQ(run.size(), 1024u);
+  EXPECT_EQ(run.capacity(), 1024u);
+  EXPECT_TRUE(run.check_invariants());
+  EXPECT_TRUE(run.accepts(t));  // its back is still task 1023
+  for (std::size_t i = 1; i < 1024; i += 2) ASSERT_TRUE(run.erase(nodes[i].get()));  // half holes
+  EXPECT_TRUE(run.try_append(t));  // squeezed, not grown
+  EXPECT_EQ(run.capacity(), 1024u);
+  EXPECT_EQ(run.size(), 513u);
+  EXPECT_TRUE(run.check_invariants());
 }
 
 }  // namespace

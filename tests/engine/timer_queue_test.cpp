@@ -1,18 +1,24 @@
-// The timer queue (heap plus sorted run), against an ordered reference.
+// The timer queue (heap plus sorted runs), against an ordered reference: delay classes each keep
+// a run of their own and stay out of the heap, equal deadlines leave in submission order across
+// runs and heap, and a queue whose arrays cannot grow still takes every task.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
 #include <kairos/duration.hpp>
 
-#include "timer_queue.hpp"
+#include "page_array.hpp"
 #include "task_nodes.hpp"
+#include "timer_queue.hpp"
 
 namespace kairos::detail {
 namespace {
@@ -67,8 +73,7 @@ TEST(TimerQueue, RandomPushPopEraseMatchesAnOrderedSet) {
     if (rng() % 50 == 0) now += static_cast<std::int64_t>(rng() % 20);
     ASSERT_EQ(q.size(), ref.size());
     if (step % 997 == 0) {
-      ASSERT_TRUE(q.heap().check_invariants());
-      ASSERT_TRUE(q.run().check_invariants());
+      ASSERT_TRUE(q.check_invariants());
     }
   }
   std::printf("[ queue    ] pushes %zu, into the run %zu, erased from it %zu\n", next, run_used, erased_from_run);
@@ -86,53 +91,86 @@ TEST(TimerQueue, EqualDeadlinesTakeTheRunAndLeaveInSubmissionOrder) {
     q.push(nodes[i].get());
   }
   EXPECT_EQ(q.heap().size(), 0u);
-  EXPECT_EQ(q.run().size(), nodes.size());
+  EXPECT_EQ(q.in_runs(), nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) ASSERT_EQ(q.pop(), nodes[i].get());
   EXPECT_TRUE(q.empty());
 }
 
-// A task that sorts before at most four tasks at the run's back takes their place, and they
-// go to the heap; before more than four, it takes the heap. top() is the earlier of both parts.
-TEST(TimerQueue, ATaskBeforeTheBackMovesAFewLaterTasksToTheHeap) {
-  auto nodes = make_nodes(8);
-  TimerQueue q;
-  auto key = [&](int i, std::int64_t d) {
+// Fills the four runs so that none accepts a task near 300: run 0 [1000..1004], run 1 [500],
+// run 2 [400], run 3 [300, 310, ...] (`in_last` tasks from 300 on, 10 apart).
+void four_busy_runs(TimerQueue& q, std::vector<std::unique_ptr<TaskBase>>& nodes, std::size_t in_last) {
+  std::size_t i = 0;
+  auto push = [&](std::int64_t d) {
     nodes[i]->deadline = d;
-    nodes[i]->seq = static_cast<std::uint64_t>(i);
-    return nodes[i].get();
+    nodes[i]->seq = i;
+    q.push(nodes[i].get());
+    ASSERT_TRUE(TimerQueue::in_run(nodes[i].get()));
+    ++i;
   };
-  EXPECT_TRUE(q.push(key(0, 10)));
-  EXPECT_FALSE(q.push(key(1, 50)));  // far later: the run's back
-  EXPECT_FALSE(q.push(key(2, 20)));  // before it: takes its place, 50 goes to the heap
-  EXPECT_TRUE(TimerQueue::in_run(nodes[2].get()));
-  EXPECT_FALSE(TimerQueue::in_run(nodes[1].get()));
-  EXPECT_TRUE(TimerQueue::queued(nodes[1].get()));
-  for (int i = 3; i < 7; ++i) q.push(key(i, 100 + i));  // four at the back, later than 30
-  EXPECT_EQ(q.run().size(), 6u);
-  EXPECT_FALSE(q.push(key(7, 30)));  // before the four: they move to the heap
-  EXPECT_TRUE(TimerQueue::in_run(nodes[7].get()));
-  EXPECT_EQ(q.run().size(), 3u);
-  EXPECT_EQ(q.heap().size(), 5u);
-  std::vector<std::int64_t> order;
-  while (!q.empty()) order.push_back(q.pop()->deadline);
-  EXPECT_EQ(order, (std::vector<std::int64_t>{10, 20, 30, 50, 103, 104, 105, 106}));
+  for (std::int64_t d = 1000; d < 1005; ++d) push(d);
+  push(500);
+  push(400);
+  for (std::size_t k = 0; k < in_last; ++k) push(300 + 10 * static_cast<std::int64_t>(k));
+  ASSERT_EQ(q.heap().size(), 0u);
+  for (unsigned r = 0; r < TimerQueue::kRuns; ++r) ASSERT_FALSE(q.run(r).empty());
 }
 
-TEST(TimerQueue, ATaskBeforeMoreThanFourAtTheBackTakesTheHeap) {
-  auto nodes = make_nodes(7);
+// Every run busy and none accepting: a task that sorts before at most four tasks at the back of
+// the run with the earliest back takes their place, and they go to the heap. top() and pop() see
+// all five parts.
+TEST(TimerQueue, ATaskBeforeFourAtTheEarliestBackMovesThemToTheHeap) {
+  auto nodes = make_nodes(16);
   TimerQueue q;
-  for (int i = 0; i < 6; ++i) {
-    nodes[i]->deadline = 100 + i;
-    nodes[i]->seq = static_cast<std::uint64_t>(i);
-    q.push(nodes[i].get());
+  four_busy_runs(q, nodes, 5);  // run 3: 300, 310, 320, 330, 340
+  TaskBase* t = nodes[15].get();
+  t->deadline = 305;
+  t->seq = 15;
+  q.push(t);
+  EXPECT_TRUE(TimerQueue::in_run(t));
+  EXPECT_EQ(q.moved_to_heap(), 4u);
+  EXPECT_EQ(q.heap().size(), 4u);
+  EXPECT_TRUE(q.check_invariants());
+  std::vector<std::int64_t> order;
+  while (!q.empty()) {
+    TaskBase* top = q.top();
+    TaskBase* popped = q.pop();
+    ASSERT_EQ(top, popped);
+    order.push_back(popped->deadline);
   }
-  nodes[6]->deadline = 100;  // before five of them
-  nodes[6]->seq = 6;
-  EXPECT_FALSE(q.push(nodes[6].get()));
-  EXPECT_FALSE(TimerQueue::in_run(nodes[6].get()));
+  EXPECT_EQ(order, (std::vector<std::int64_t>{300, 305, 310, 320, 330, 340, 400, 500, 1000, 1001, 1002, 1003, 1004}));
+}
+
+TEST(TimerQueue, ATaskBeforeMoreThanFourAtTheEarliestBackTakesTheHeap) {
+  auto nodes = make_nodes(16);
+  TimerQueue q;
+  four_busy_runs(q, nodes, 6);  // run 3: 300 .. 350
+  TaskBase* t = nodes[15].get();
+  t->deadline = 305;
+  t->seq = 15;
+  q.push(t);
+  EXPECT_FALSE(TimerQueue::in_run(t));
+  EXPECT_EQ(q.moved_to_heap(), 0u);
   EXPECT_EQ(q.heap().size(), 1u);
+  EXPECT_EQ(q.pop()->deadline, 300);
+  EXPECT_EQ(q.pop(), t);
+  EXPECT_EQ(q.pop()->deadline, 310);
+  EXPECT_TRUE(q.check_invariants());
+}
+
+// An out-of-order task takes an empty run before it moves anything: a straggler of one class
+// and a second class both keep the heap empty.
+TEST(TimerQueue, ATaskNoRunAcceptsTakesAnEmptyRunFirst) {
+  auto nodes = make_nodes(3);
+  TimerQueue q;
+  nodes[0]->deadline = 10; nodes[0]->seq = 0;
+  nodes[1]->deadline = 50; nodes[1]->seq = 1;
+  nodes[2]->deadline = 20; nodes[2]->seq = 2;
+  for (auto& n : nodes) q.push(n.get());
+  EXPECT_EQ(TimerQueue::run_of(nodes[0].get()), TimerQueue::run_of(nodes[1].get()));  // 50 fits after 10
+  EXPECT_NE(TimerQueue::run_of(nodes[2].get()), TimerQueue::run_of(nodes[1].get()));  // 20 does not: a new run
+  EXPECT_EQ(q.heap().size(), 0u);
   EXPECT_EQ(q.pop(), nodes[0].get());
-  EXPECT_EQ(q.pop(), nodes[6].get());
+  EXPECT_EQ(q.pop(), nodes[2].get());
   EXPECT_EQ(q.pop(), nodes[1].get());
 }
 
@@ -140,10 +178,11 @@ TEST(TimerQueue, ATaskBeforeMoreThanFourAtTheBackTakesTheHeap) {
 TEST(TimerQueue, ATaskNeverDueTakesTheHeap) {
   auto nodes = make_nodes(2);
   TimerQueue q;
-  nodes[0]->deadline = kMaxNs; nodes[0]->seq = kNeverBit | 0;
+  nodes[0]->deadline = kMaxNs; nodes[0]->seq = 0; nodes[0]->never = 1;
   nodes[1]->deadline = 5;      nodes[1]->seq = 1;
   q.push(nodes[0].get());
   q.push(nodes[1].get());
+  EXPECT_EQ(q.top(), nodes[1].get());
   EXPECT_FALSE(TimerQueue::in_run(nodes[0].get()));
   EXPECT_TRUE(TimerQueue::in_run(nodes[1].get()));
   EXPECT_EQ(q.pop(), nodes[1].get());
@@ -157,13 +196,13 @@ TEST(TimerQueue, RemoveIfKeepsOrderOfBothPartsAgainstAnOrderedSet) {
   std::set<Key> ref;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     TaskBase* t = nodes[i].get();
-    // Rising with noise: about half take the run, half the heap.
-    t->deadline = static_cast<std::int64_t>(i * 10 + rng() % 40);
+    // Rising with noise wider than four runs absorb: some take the runs, some the heap.
+    t->deadline = static_cast<std::int64_t>(i * 10 + rng() % 4000);
     t->seq = i;
     q.push(t);
     ref.insert({t->deadline, t->seq});
   }
-  ASSERT_GT(q.run().size(), 500u);
+  ASSERT_GT(q.in_runs(), 500u);
   ASSERT_GT(q.heap().size(), 500u);
   std::vector<TaskBase*> out;
   q.remove_if([](TaskBase* t) { return t->seq % 3 == 0; }, [&](TaskBase* t) { out.push_back(t); });
@@ -172,8 +211,7 @@ TEST(TimerQueue, RemoveIfKeepsOrderOfBothPartsAgainstAnOrderedSet) {
     ref.erase({t->deadline, t->seq});
   }
   EXPECT_EQ(out.size(), (nodes.size() + 2) / 3);
-  EXPECT_TRUE(q.heap().check_invariants());
-  EXPECT_TRUE(q.run().check_invariants());
+  EXPECT_TRUE(q.check_invariants());
   while (!ref.empty()) {
     ASSERT_FALSE(q.empty());
     TaskBase* t = q.pop();
@@ -181,6 +219,269 @@ TEST(TimerQueue, RemoveIfKeepsOrderOfBothPartsAgainstAnOrderedSet) {
     ref.erase(ref.begin());
   }
   EXPECT_TRUE(q.empty());
+}
+
+// W2b's shape at the queue: one producer files task i at `now` with the delay of its class, then
+// cancels task i - window unless i - window is a multiple of 5 (those fire: the runs' heads leave
+// while tasks are appended behind them); time moves 1 us per step, so a 100 ms task is due 100,000
+// steps later; at the end everything left is popped. Every delay class keeps a run of its own:
+// the heap stays empty and no task moves to it. Classes alternate in order, or at random.
+void delay_classes_stay_out_of_the_heap(const std::vector<std::int64_t>& delays, bool random_order) {
+  constexpr std::size_t kSteps = 250'000;
+  constexpr std::size_t kWindow = 1024;
+  auto nodes = make_nodes(kSteps);
+  TimerQueue q;
+  std::multiset<Key> ref;
+  std::mt19937_64 rng(17);
+  std::vector<std::size_t> class_of(kSteps);
+  std::vector<std::size_t> cancelled(delays.size()), popped(delays.size());
+  std::int64_t now = 0;
+  auto pop_one = [&] {
+    TaskBase* t = q.pop();
+    ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
+    ref.erase(ref.begin());
+    ++popped[class_of[t->seq]];
+  };
+  for (std::size_t i = 0; i < kSteps; ++i) {
+    const std::size_t c = random_order ? rng() % delays.size() : i % delays.size();
+    TaskBase* t = nodes[i].get();
+    class_of[i] = c;
+    t->deadline = now + delays[c];
+    t->seq = i;
+    q.push(t);
+    ref.insert({t->deadline, t->seq});
+    ASSERT_TRUE(TimerQueue::in_run(t)) << "step " << i << ", class " << c;
+    if (i >= kWindow && (i - kWindow) % 5 != 0) {
+      TaskBase* old = nodes[i - kWindow].get();
+      if (TimerQueue::queued(old)) {
+        ASSERT_TRUE(q.erase(old));
+        ref.erase({old->deadline, old->seq});
+        ++cancelled[class_of[old->seq]];
+      }
+    }
+    now += 1000;
+    while (!q.empty() && q.top()->deadline <= now) pop_one();
+    ASSERT_EQ(q.heap().size(), 0u) << "step " << i;
+    ASSERT_EQ(q.size(), ref.size());
+    if (i % 9973 == 0) {
+      ASSERT_TRUE(q.check_invariants()) << "step " << i;
+    }
+  }
+  EXPECT_EQ(q.moved_to_heap(), 0u);
+  std::size_t runs_used = 0;
+  for (unsigned r = 0; r < TimerQueue::kRuns; ++r) runs_used += q.run(r).capacity() != 0;
+  EXPECT_GE(runs_used, delays.size());
+  while (!q.empty()) pop_one();
+  EXPECT_TRUE(ref.empty());
+  for (std::size_t c = 0; c < delays.size(); ++c) {
+    std::printf("[ classes  ] delay %lld ns: cancelled %zu, popped %zu\n", static_cast<long long>(delays[c]),
+                cancelled[c], popped[c]);
+    EXPECT_GT(cancelled[c], kSteps / delays.size() / 2) << "class " << c;
+    EXPECT_GT(popped[c], kSteps / delays.size() / 8) << "class " << c;
+  }
+}
+
+TEST(TimerQueue, TwoInterleavedDelayClassesStayOutOfTheHeap) {
+  delay_classes_stay_out_of_the_heap({100'000'000, 10'000'000'000}, false);
+}
+
+TEST(TimerQueue, TwoDelayClassesInRandomOrderStayOutOfTheHeap) {
+  delay_classes_stay_out_of_the_heap({100'000'000, 10'000'000'000}, true);
+}
+
+TEST(TimerQueue, ThreeInterleavedDelayClassesStayOutOfTheHeap) {
+  delay_classes_stay_out_of_the_heap({100'000'000, 1'000'000'000, 10'000'000'000}, false);
+  delay_classes_stay_out_of_the_heap({10'000'000'000, 100'000'000, 1'000'000'000}, true);
+}
+
+// Equal deadlines filed in different runs and in the heap leave in submission order: keys from
+// eight deadlines in random order spread a deadline over several runs and the heap.
+TEST(TimerQueue, EqualDeadlinesLeaveInSubmissionOrderAcrossRunsAndHeap) {
+  auto nodes = make_nodes(20000);
+  TimerQueue q;
+  std::mt19937_64 rng(3);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    TaskBase* t = nodes[i].get();
+    t->deadline = 100 * static_cast<std::int64_t>(1 + rng() % 8);
+    t->seq = i;
+    q.push(t);
+  }
+  // Per deadline: the tasks in each run, and in the heap (the last slot).
+  std::map<std::int64_t, std::array<std::size_t, TimerQueue::kRuns + 1>> where;
+  q.for_each([&](const TaskBase* t) { ++where[t->deadline][TimerQueue::in_run(t) ? TimerQueue::run_of(t) : TimerQueue::kRuns]; });
+  std::size_t spread = 0;  // deadlines found in two runs or more and in the heap
+  for (const auto& [deadline, n] : where) {
+    std::size_t runs = 0;
+    for (unsigned r = 0; r < TimerQueue::kRuns; ++r) runs += n[r] != 0;
+    spread += runs >= 2 && n[TimerQueue::kRuns] != 0;
+  }
+  EXPECT_GE(spread, 1u);
+  ASSERT_TRUE(q.check_invariants());
+  Key prev{0, 0};
+  while (!q.empty()) {
+    TaskBase* t = q.pop();
+    ASSERT_LT(prev, Key(t->deadline, t->seq));
+    prev = {t->deadline, t->seq};
+  }
+}
+
+// The explicit case: a deadline in a run and in the heap, the heap's task submitted first.
+TEST(TimerQueue, EqualDeadlinesInARunAndTheHeapLeaveBySeq) {
+  auto nodes = make_nodes(16);
+  TimerQueue q;
+  four_busy_runs(q, nodes, 5);  // run 3: 300 .. 340, seqs 7 .. 11
+  TaskBase* a = nodes[12].get();  // 305 in run 3 after 300; 310 .. 340 move to the heap
+  a->deadline = 305;
+  a->seq = 12;
+  q.push(a);
+  TaskBase* b = nodes[13].get();  // 310 again, after the 310 now in the heap: fits run 3 (back 305)
+  b->deadline = 310;
+  b->seq = 13;
+  q.push(b);
+  TaskBase* c = nodes[14].get();  // 1004 again: run 0, after the first 1004 (seq 4)
+  c->deadline = 1004;
+  c->seq = 14;
+  q.push(c);
+  ASSERT_TRUE(TimerQueue::in_run(b));
+  ASSERT_TRUE(TimerQueue::in_run(c));
+  TaskBase* in_heap_310 = nodes[8].get();
+  ASSERT_EQ(in_heap_310->deadline, 310);
+  ASSERT_FALSE(TimerQueue::in_run(in_heap_310));
+  std::vector<std::uint64_t> seqs;
+  while (!q.empty()) seqs.push_back(q.pop()->seq);
+  EXPECT_EQ(seqs, (std::vector<std::uint64_t>{7, 12, 8, 13, 9, 10, 11, 6, 5, 0, 1, 2, 3, 4, 14}));
+}
+
+// Millions of pushes, pops and erases against a std::multiset: keys from four fixed delays
+// (zero included), random delays, earlier than now, and never due; nodes are reused.
+TEST(TimerQueue, MillionsOfMixedOperationsMatchAMultiset) {
+  constexpr std::size_t kNodes = 40000;
+  constexpr std::size_t kSteps = 3'000'000;
+  auto nodes = make_nodes(kNodes);
+  std::vector<TaskBase*> free_nodes;
+  for (auto& n : nodes) free_nodes.push_back(n.get());
+  std::vector<TaskBase*> pending;                   // in the queue, in any order
+  std::unordered_map<TaskBase*, std::size_t> where;  // its index in `pending`
+  auto forget = [&](TaskBase* t) {
+    const std::size_t k = where.at(t);
+    pending[k] = pending.back();
+    where[pending[k]] = k;
+    pending.pop_back();
+    where.erase(t);
+    free_nodes.push_back(t);
+  };
+  TimerQueue q;
+  std::multiset<Key> ref;
+  std::mt19937_64 rng(2024);
+  const std::int64_t delays[] = {0, 100'000, 1'000'000, 10'000'000};
+  std::int64_t now = 0;
+  std::uint64_t seq = 0;
+  std::array<std::size_t, TimerQueue::kRuns> pushed_to_run{};
+  std::size_t pushed_to_heap = 0, erased = 0, popped = 0;
+  for (std::size_t step = 0; step < kSteps; ++step) {
+    const std::uint64_t op = rng() % 100;
+    if (op < 50 && !free_nodes.empty()) {
+      TaskBase* t = free_nodes.back();
+      free_nodes.pop_back();
+      const std::uint64_t kind = rng() % 100;
+      t->seq = static_cast<std::uint32_t>(seq++);
+      t->never = 0;
+      if (kind < 80) t->deadline = now + delays[rng() % 4];
+      else if (kind < 92) t->deadline = now + static_cast<std::int64_t>(rng() % 20'000'000);
+      else if (kind < 99) t->deadline = now - static_cast<std::int64_t>(rng() % 1000);
+      else {
+        t->deadline = kMaxNs;
+        t->never = 1;
+      }
+      q.push(t);
+      if (TimerQueue::in_run(t)) ++pushed_to_run[TimerQueue::run_of(t)];
+      else ++pushed_to_heap;
+      ref.insert({t->deadline, t->seq});
+      where[t] = pending.size();
+      pending.push_back(t);
+    } else if (op < 75 && !pending.empty()) {
+      TaskBase* t = pending[rng() % pending.size()];
+      ASSERT_TRUE(q.erase(t)) << "step " << step;
+      ASSERT_FALSE(q.erase(t));
+      ASSERT_FALSE(TimerQueue::queued(t));
+      ref.erase(ref.find({t->deadline, t->seq}));
+      forget(t);
+      ++erased;
+    } else if (!q.empty()) {
+      ASSERT_EQ(Key(q.top()->deadline, q.top()->seq), *ref.begin()) << "step " << step;
+      TaskBase* t = q.pop();
+      ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin()) << "step " << step;
+      ASSERT_FALSE(TimerQueue::queued(t));
+      ref.erase(ref.begin());
+      forget(t);
+      ++popped;
+    }
+    now += static_cast<std::int64_t>(rng() % 200);
+    ASSERT_EQ(q.size(), ref.size());
+    if (step % 100'003 == 0) {
+      ASSERT_TRUE(q.check_invariants()) << "step " << step;
+    }
+  }
+  std::printf("[ mixed    ] runs %zu/%zu/%zu/%zu, heap %zu, moved %llu, erased %zu, popped %zu\n", pushed_to_run[0],
+              pushed_to_run[1], pushed_to_run[2], pushed_to_run[3], pushed_to_heap,
+              static_cast<unsigned long long>(q.moved_to_heap()), erased, popped);
+  for (std::size_t n : pushed_to_run) EXPECT_GT(n, 10'000u);  // every run was exercised
+  EXPECT_GT(pushed_to_heap, 10'000u);                         // and so was the heap
+  while (!q.empty()) {
+    TaskBase* t = q.pop();
+    ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
+    ref.erase(ref.begin());
+  }
+}
+
+// Sets the growth-refusal seam (page_array.hpp) for one scope.
+struct RefuseGrowth {
+  RefuseGrowth() { g_refuse_growth_for_testing.store(true); }
+  ~RefuseGrowth() { g_refuse_growth_for_testing.store(false); }
+};
+
+// After a successful try_reserve(), push never needs memory: with every array refusing to grow,
+// two delay classes fill the rings they have and the rest takes the reserved heap, which does not
+// grow either; order is kept. Rings never allocated stay empty.
+TEST(TimerQueue, PushAfterAReservationNeedsNoGrowth) {
+  constexpr std::size_t kTasks = 6000;
+  auto nodes = make_nodes(kTasks);
+  TimerQueue q;
+  for (int i = 0; i < 2; ++i) {  // two rings of 1024 slots, then empty again
+    nodes[i]->deadline = 1'000'000'000 - i;
+    nodes[i]->seq = static_cast<std::uint64_t>(i);
+    q.push(nodes[i].get());
+  }
+  ASSERT_NE(TimerQueue::run_of(nodes[0].get()), TimerQueue::run_of(nodes[1].get()));
+  while (!q.empty()) q.pop();
+  ASSERT_TRUE(q.try_reserve(kTasks));
+  const std::size_t heap_capacity = q.heap().capacity();
+  std::multiset<Key> ref;
+  {
+    RefuseGrowth refuse;
+    EXPECT_FALSE(q.try_reserve(16 * heap_capacity));  // the seam works: nothing changed
+    for (std::size_t i = 0; i < kTasks; ++i) {
+      TaskBase* t = nodes[i].get();
+      t->deadline = static_cast<std::int64_t>(i) * 10 + (i % 2 == 0 ? 100'000'000 : 10'000'000'000);
+      t->seq = 100 + i;
+      q.push(t);  // no throw
+      ref.insert({t->deadline, t->seq});
+    }
+  }
+  EXPECT_EQ(q.size(), kTasks);
+  EXPECT_EQ(q.heap().capacity(), heap_capacity);
+  EXPECT_EQ(q.in_runs(), 2 * q.run(TimerQueue::run_of(nodes[0].get())).capacity());  // both rings full
+  EXPECT_EQ(q.heap().size(), kTasks - q.in_runs());
+  for (unsigned r = 0; r < TimerQueue::kRuns; ++r)
+    if (q.run(r).capacity() == 0) {
+      EXPECT_TRUE(q.run(r).empty());
+    }
+  EXPECT_TRUE(q.check_invariants());
+  while (!q.empty()) {
+    TaskBase* t = q.pop();
+    ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
+    ref.erase(ref.begin());
+  }
 }
 
 }  // namespace

@@ -523,5 +523,19 @@ TEST(BadInput, CancelAfterCompletionReturnsFalse) {
   EXPECT_FALSE(f.is_cancelled());
 }
 
+// The reference count shares the task's state word (detail/task.hpp): copies of one future
+// beyond kMaxRefs end the process with a message rather than wrap the count into a double free.
+TEST(BadInputDeathTest, MoreCopiesOfOneFutureThanTheReferenceCountHoldsTerminateWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        kairos::ManualClock clock;
+        ManualScheduler s(one_thread(), clock);
+        auto f = s.schedule([] {}, 1h);
+        std::vector<kairos::ScheduledFuture<void>> copies(kairos::detail::kMaxRefs, f);
+      },
+      "more than 4194304 references to one task");
+}
+
 }  // namespace
 }  // namespace kairos_test

@@ -45,6 +45,8 @@ const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs t
                       and the per-call latency sampled on every 64th call.
   W2 timeout-churn    one producer, 1,000,000 times: schedule task i with a 10 s delay, cancel task
                       i-1024 (remove-on-cancel on): pairs/s, pending count at the end (must be 1024).
+  W2b timeout-churn-two-class  (not in the default set) W2 with two delay classes: even i 100 ms,
+                      odd i 10 s, interleaved; sized by --w2-iterations; kairos, naive-stpe, asio.
   W3 lateness         one producer, open loop, one submission every 50 us by the clock, 200,000
                       timers with delays uniform in [100 us, 10 ms] (fixed seed): lateness
                       percentiles p50..max and early fires. kernel-nanosleep is the floor: the same
@@ -93,7 +95,7 @@ Examples:
   kairos-lat --from paced.hlog --svg plots         a percentile spectrum chart of any .hlog, .hgrm or
                                                    latency histogram JSON)";
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W2b", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll", "kairos-loop", "kairos-loop-nowake",
                                               "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
@@ -353,7 +355,7 @@ std::vector<std::string> broken_rules(const json& rec) {
   if (num("missing") > 0) out.push_back(who + ": " + rec["missing"].dump() + " tasks never ran");
   if (num("missed") > 0) out.push_back(who + ": " + rec["missed"].dump() + " quiet sessions never timed out");
   if (num("wrong_fires") > 0) out.push_back(who + ": " + rec["wrong_fires"].dump() + " timeouts of live sessions");
-  if (rec.value("workload", "") == "W2" && rec.contains("parameters") &&
+  if ((rec.value("workload", "") == "W2" || rec.value("workload", "") == "W2b") && rec.contains("parameters") &&
       num("pending_at_end") != rec["parameters"].value("window", 1024.0))
     out.push_back(who + ": pending at end " + rec["pending_at_end"].dump() + ", not the window");
   const json& c = rec.contains("config") ? rec["config"] : json::object();
@@ -503,7 +505,7 @@ int main(int argc, char** argv) {
                "the timeout re-schedules itself for the rest of the window (default: cancel + schedule)");
   app.add_flag("--check", cli.check,
                "exit 1 if a run breaks a rule that holds for every correct scheduler: an early fire, "
-               "a task that never ran, W2 pending != 1024, W7 inversions with one worker (kairos, "
+               "a task that never ran, W2 or W2b pending != 1024, W7 inversions with one worker (kairos, "
                "naive-stpe: the schedulers that order equal deadlines by submission)");
   app.add_flag("--child", cli.child, "internal: one run in this process, its record on stdout")->group("");
   app.set_version_flag("--version", version_line());

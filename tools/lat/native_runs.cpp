@@ -31,6 +31,7 @@ perf::RunResult run_workload(System& sys, const perf::SystemConfig& c, const std
   } else {
   if (w == "W1") return perf::run_w1(sys, c, z.w1);
   if (w == "W2") return perf::run_w2(sys, c, z.w2);
+  if (w == "W2b") return perf::run_w2b(sys, c, perf::W2bParams::sized_as(z.w2));
   if (w == "W3") return perf::run_w3(sys, c, z.w3, progress);
   if (w == "W4") return perf::run_w4(sys, c, z.w4, progress);
   if (w == "W5") return perf::run_w5(sys, c, z.w5, progress);
@@ -50,7 +51,7 @@ template <class System>
 perf::RunResult run_on(const SystemSpec& s, const std::string& w, const WorkloadSizes& z,
                        const perf::Progress& progress) {
   perf::SystemConfig c = s.config;
-  c.remove_on_cancel = (w == "W2" || w == "W5");
+  c.remove_on_cancel = (w == "W2" || w == "W2b" || w == "W5");
   if (s.warm) {
     System warm(c);
     g_systems_built.fetch_add(1, std::memory_order_relaxed);
@@ -75,6 +76,7 @@ bool applies(const SystemSpec& s, const std::string& workload) {
   if (s.kind == Kind::kairos_poll || s.kind == Kind::asio_inline) return workload == "W2" || workload == "W6";
   // W9, a loop that sleeps woken by another thread: the loop systems and the threaded ones.
   if (s.kind == Kind::kairos_loop) return workload == "W9";
+  if (workload == "W2b") return s.kind == Kind::kairos || s.kind == Kind::naive_stpe || s.kind == Kind::asio;
   if (workload == "W9") return s.kind == Kind::kairos || s.kind == Kind::naive_stpe || s.kind == Kind::asio;
   if (workload == "W8") return s.kind != Kind::kernel;
   return s.kind != Kind::kernel || workload == "W3";

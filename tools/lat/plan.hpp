@@ -8,6 +8,7 @@
 #include <workloads/system.hpp>
 #include <workloads/w1_submit.hpp>
 #include <workloads/w2_timeout_churn.hpp>
+#include <workloads/w2b_two_class_churn.hpp>
 #include <workloads/w3_lateness.hpp>
 #include <workloads/w4_periodic.hpp>
 #include <workloads/w5_scale.hpp>
@@ -63,6 +64,7 @@ struct Plan {
 inline const char* workload_name(const std::string& id) {
   if (id == "W1") return "submit";
   if (id == "W2") return "timeout-churn";
+  if (id == "W2b") return "timeout-churn-two-class";
   if (id == "W3") return "lateness";
   if (id == "W4") return "periodic";
   if (id == "W5") return "scale";

@@ -1,9 +1,9 @@
 // task.hpp: the task node every submission becomes, and its state machine.
-// Memory:  one pooled allocation per task (task_pool.hpp): a 40-byte TaskBase, then the callable.
+// Memory:  one pooled allocation per task (task_pool.hpp): a 32-byte TaskBase, then the callable.
 //          A one-shot task keeps its callable and its result in one union: the callable is
 //          destroyed when the run ends, before the result is stored, so a capture-less or
-//          one-pointer one-shot task is a 48-byte node.
-// Owners:  an intrusive reference count. The scheduler holds one reference from submission until
+//          one-pointer one-shot task is a 40-byte node.
+// Owners:  an intrusive reference count, in the state word's upper bits (kRefShift). The scheduler holds one reference from submission until
 //          the task leaves it (ran, removed, drained); every ScheduledFuture/Task holds one.
 // State:   `state` is the single word every thread agrees on (and the futex waiters sleep on):
 //
@@ -82,10 +82,6 @@ inline constexpr std::uint8_t kCallableLive = 1;
 inline constexpr std::uint8_t kHasValue = 2;
 inline constexpr std::uint8_t kHasError = 4;
 
-// TaskBase::seq, bit 63: the deadline lies past the clock's range (never due). It sorts after
-// every task due at the same (largest) deadline, also one due at a ManualClock's last time point.
-inline constexpr std::uint64_t kNeverBit = std::uint64_t{1} << 63;
-
 inline constexpr std::uint32_t kNotInHeap = 0xFFFFFFFFu;
 
 struct TaskBase;
@@ -102,30 +98,72 @@ struct TaskOps {
   void* (*result)(TaskBase*) noexcept;                   // the value or exception_ptr storage
 };
 
+// The reference count lives in the state word, above the state and its flags: one word for
+// both keeps the base at 32 bytes. Every state CAS keeps the bits it does not change (the pattern
+// `(s & ~kStateMask) | to`), so a reference taken or dropped meanwhile only makes a CAS retry.
+// A futex waiter sleeps on the whole word and re-checks after any change of it.
+inline constexpr unsigned kRefShift = 9;  // above kAwaited
+inline constexpr std::uint32_t kRefOne = 1u << kRefShift;
+// Far below the 2^23 the field holds, so that the check in add_ref() can never be raced past it.
+inline constexpr std::uint32_t kMaxRefs = 1u << 22;
+constexpr std::uint32_t refs_of(std::uint32_t s) noexcept { return s >> kRefShift; }
+static_assert(kAwaited < kRefOne, "the reference count sits above every state flag");
+
 struct TaskBase {
   const TaskOps* ops;
-  std::atomic<std::uint32_t> state{kPending};
-  std::atomic<std::uint32_t> refs{1};
+  std::atomic<std::uint32_t> state{kPending | kRefOne};  // state, flags, references (one: the caller's)
   std::uint32_t heap_index = kNotInHeap;  // its slot in the shard's timer queue; shard lock only
-  std::uint8_t size_class = kHeapClass;
+  std::int64_t deadline = 0;     // ns on the scheduler's clock; the shard's leader owns it once
+                                 // queued, the runner between pop and re-queue
+  std::uint32_t seq = 0;         // order stamp: submission order within the shard, the low 32 bits
+                                 // of the inbox's sequence number (breaks deadline ties; compared
+                                 // modulo 2^32 by seq_before). Same owners as deadline.
   std::uint8_t flags = 0;
   std::uint8_t life = 0;
   std::uint8_t shard = 0;        // the shard that owns it (set at submission)
-  std::int64_t deadline = 0;     // ns on the scheduler's clock; the shard's leader owns it once
-                                 // queued, the runner between pop and re-queue
-  std::uint64_t seq = 0;         // submission order within the shard (breaks deadline ties);
-                                 // bit 63 is kNeverBit. Same owners as deadline.
+  std::uint8_t never = 0;        // 1: its deadline lies past the clock's range (never due); it
+                                 // sorts after every task due at the same (largest) deadline,
+                                 // also one due at a ManualClock's last time point. Same owners
+                                 // as deadline (a byte of its own: no other field shares it).
 
   bool periodic() const noexcept { return flags & kPeriodic; }
-  bool never_due() const noexcept { return seq & kNeverBit; }
+  bool never_due() const noexcept { return never != 0; }
 };
-static_assert(sizeof(TaskBase) == 40, "TaskBase layout: 40 bytes");
+static_assert(sizeof(TaskBase) == 32, "TaskBase layout: 32 bytes (W5: a pending timer in 48 with its heap slot)");
 
-inline void add_ref(TaskBase* t) noexcept { t->refs.fetch_add(1, std::memory_order_relaxed); }
+// Order stamps compare modulo 2^32: a before b iff b was stamped fewer than 2^31 stamps after a.
+// So FIFO among equal deadlines holds between any two tasks of one shard submitted (or re-armed)
+// fewer than 2^31 submissions apart: at 20 M submissions per second, 107 s apart.
+constexpr bool seq_before(std::uint32_t a, std::uint32_t b) noexcept {
+  return static_cast<std::int32_t>(a - b) < 0;
+}
+// The order of two filed keys: earliest deadline; at equal deadlines a never-due task after one
+// that is due; then the order stamp.
+constexpr bool key_before(std::int64_t da, bool na, std::uint32_t sa, std::int64_t db, bool nb,
+                          std::uint32_t sb) noexcept {
+  if (da != db) return da < db;
+  if (na != nb) return nb;
+  return seq_before(sa, sb);
+}
+inline bool filed_before(const TaskBase* a, const TaskBase* b) noexcept {
+  return key_before(a->deadline, a->never, a->seq, b->deadline, b->never, b->seq);
+}
+
+[[noreturn]] void too_many_references() noexcept;  // task_lifecycle.cpp: says so, then terminates
+
+inline void add_ref(TaskBase* t) noexcept {
+  if (refs_of(t->state.fetch_add(kRefOne, std::memory_order_relaxed)) >= kMaxRefs) too_many_references();
+}
+// Sets the count of a node no other thread can see yet (submission: the scheduler's and the
+// future's).
+inline void set_refs_unpublished(TaskBase* t, std::uint32_t refs) noexcept {
+  std::uint32_t s = t->state.load(std::memory_order_relaxed);
+  t->state.store((s & (kRefOne - 1)) | refs * kRefOne, std::memory_order_relaxed);
+}
 // (RC1) acq_rel: the last owner must see every write of the others before destroying; pairs
 // with the other owners' (RC1).
 inline void release(TaskBase* t) noexcept {
-  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) t->ops->destroy(t);  // (RC1)
+  if (refs_of(t->state.fetch_sub(kRefOne, std::memory_order_acq_rel)) == 1) t->ops->destroy(t);  // (RC1)
 }
 
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
@@ -216,13 +254,17 @@ struct PeriodicBase : TaskBase {
 // re-arm to an earlier deadline sends it a request at once (never late).
 struct RearmBase : TaskBase {
   std::int64_t latest_deadline = 0;
-  std::uint64_t latest_seq = 0;
-  bool rearmed() const noexcept { return latest_seq != seq || latest_deadline != deadline; }
+  std::uint32_t latest_seq = 0;
+  std::uint8_t latest_never = 0;
+  bool rearmed() const noexcept {
+    return latest_seq != seq || latest_deadline != deadline || latest_never != never;
+  }
   // Files the task at its latest key (the holder of kRearming, or the only owner). True iff the
   // key changed.
   bool adopt_latest() noexcept {
     if (!rearmed()) return false;
     std::atomic_ref<std::int64_t>(deadline).store(latest_deadline, std::memory_order_relaxed);  // delay()
+    std::atomic_ref<std::uint8_t>(never).store(latest_never, std::memory_order_relaxed);
     seq = latest_seq;
     return true;
   }
@@ -343,7 +385,7 @@ struct Node final : std::conditional_t<Periodic, PeriodicBase, std::conditional_
   static void drop_callable(TaskBase* b) noexcept { static_cast<Node*>(b)->end_callable(); }
   static void destroy(TaskBase* b) noexcept {
     auto* n = static_cast<Node*>(b);
-    std::uint8_t cls = n->size_class;
+    constexpr std::uint8_t cls = size_class_for(sizeof(Node), alignof(Node));
     n->~Node();
     if (cls == kHeapClass) ::operator delete(static_cast<void*>(n), std::align_val_t{alignof(Node)});
     else task_free(n, cls);
@@ -395,7 +437,6 @@ auto* make_node(F&& f, std::uint8_t flags) {
     throw;
   }
   n->ops = &N::kOps;
-  n->size_class = cls;
   n->flags = static_cast<std::uint8_t>(flags | (Periodic ? kPeriodic : 0) | (stoppable ? kStoppable : 0) |
                                         (Rearmable ? kRearmable : 0));
   return n;

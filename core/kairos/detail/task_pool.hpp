@@ -24,7 +24,7 @@
 namespace kairos::detail {
 
 // Node sizes served from slabs; larger (or over-aligned) tasks use operator new.
-inline constexpr std::size_t kClassSizes[] = {48, 56, 64, 72, 80, 96, 112, 128, 160, 192, 256};
+inline constexpr std::size_t kClassSizes[] = {40, 48, 56, 64, 72, 80, 96, 112, 128, 160, 192, 256};
 inline constexpr std::size_t kClassCount = sizeof(kClassSizes) / sizeof(kClassSizes[0]);
 inline constexpr std::uint8_t kHeapClass = 0xFF;
 // Node pointers in one magazine: the unit in which free nodes move between threads.

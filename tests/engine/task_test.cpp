@@ -1,0 +1,143 @@
+// The task node (core/kairos/detail/task.hpp): its 32-byte base, the reference count in the state
+// word, and the order stamp compared modulo 2^32.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <kairos/detail/task.hpp>
+#include <kairos/duration.hpp>
+
+#include "sorted_run.hpp"
+#include "task_nodes.hpp"
+#include "timer_heap.hpp"
+
+namespace kairos::detail {
+namespace {
+
+using testing::make_nodes;
+
+struct NoOp {
+  void operator()() const noexcept {}
+};
+struct OnePointer {
+  int* p;
+  void operator()() const noexcept { ++*p; }
+};
+
+TEST(Task, BaseIs32BytesAndAOneShotTaskOfAtMostOnePointerIsA40ByteNode) {
+  static_assert(sizeof(TaskBase) == 32);
+  using Empty = Node<NoOp, void, false, false>;
+  using Pointer = Node<OnePointer, void, false, false>;
+  using Value = Node<NoOp, long, false, false>;
+  EXPECT_EQ(sizeof(Empty), 40u);
+  EXPECT_EQ(sizeof(Pointer), 40u);
+  EXPECT_EQ(sizeof(Value), 40u);  // the callable and the result share one union
+  EXPECT_EQ(kClassSizes[size_class_for(sizeof(Pointer), alignof(Pointer))], 40u);
+}
+
+TEST(Task, ReferencesLiveAboveTheStateAndTransitionsKeepThem) {
+  int runs = 0;
+  auto* n = make_node<false>(OnePointer{&runs}, 0);
+  set_refs_unpublished(n, 2);
+  EXPECT_EQ(refs_of(n->state.load()), 2u);
+  EXPECT_EQ(n->state.load() & kStateMask, kPending);
+  ASSERT_TRUE(transition(n, kPending, kRunning));
+  add_ref(n);
+  EXPECT_EQ(refs_of(n->state.load()), 3u);
+  EXPECT_EQ(n->state.load() & kStateMask, kRunning);
+  n->state.fetch_or(kWaiters);
+  ASSERT_TRUE(n->ops->invoke(n));
+  ASSERT_TRUE(transition(n, kRunning, kNormal));
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(refs_of(n->state.load()), 3u);
+  EXPECT_TRUE(n->state.load() & kWaiters);
+  release(n);
+  release(n);
+  EXPECT_EQ(refs_of(n->state.load()), 1u);
+  release(n);  // the last: destroys (ASan sees a leak or a double free otherwise)
+}
+
+// Owners taking and dropping references while two threads race transitions on the same word:
+// every CAS keeps the count, and the node is destroyed exactly once, by the last release.
+TEST(Task, ConcurrentReferencesAndTransitionsNeitherLoseNorInventAReference) {
+  int destroyed = 0;
+  for (int round = 0; round < 200; ++round) {
+    auto* n = make_node<false>(NoOp{}, 0);
+    constexpr int kHolders = 4, kEach = 500;
+    std::atomic<bool> go{false};
+    std::vector<std::thread> th;
+    for (int h = 0; h < kHolders; ++h)
+      th.emplace_back([&] {
+        while (!go.load()) {
+        }
+        for (int i = 0; i < kEach; ++i) {
+          add_ref(n);
+          release(n);
+        }
+      });
+    th.emplace_back([&] {
+      while (!go.load()) {
+      }
+      transition(n, kPending, kRunning);
+      transition(n, kRunning, kCancelled);
+    });
+    go.store(true);
+    for (auto& t : th) t.join();
+    EXPECT_EQ(refs_of(n->state.load()), 1u) << "round " << round;
+    EXPECT_EQ(n->state.load() & kStateMask, kCancelled);
+    n->ops->drop_callable(n);
+    release(n);
+    ++destroyed;
+  }
+  EXPECT_EQ(destroyed, 200);
+}
+
+TEST(Task, OrderStampsCompareModulo2To32) {
+  EXPECT_TRUE(seq_before(1, 2));
+  EXPECT_FALSE(seq_before(2, 1));
+  EXPECT_FALSE(seq_before(7, 7));
+  EXPECT_TRUE(seq_before(0xFFFFFFFFu, 0));  // across the wrap
+  EXPECT_TRUE(seq_before(0xFFFFFF00u, 0x100));
+  EXPECT_FALSE(seq_before(0, 0xFFFFFFFFu));
+  // Equal deadlines: a never-due task after a due one whatever their stamps.
+  EXPECT_TRUE(key_before(kMaxNs, false, 9, kMaxNs, true, 1));
+  EXPECT_FALSE(key_before(kMaxNs, true, 1, kMaxNs, false, 9));
+  EXPECT_TRUE(key_before(5, true, 9, 6, false, 1));  // the deadline first
+}
+
+// A shard's sequence numbers wrap past 2^32 after four billion submissions: equal deadlines
+// stamped on both sides of the wrap still leave the heap and the sorted run in stamp order.
+TEST(Task, EqualDeadlinesAcrossTheStampsWrapKeepSubmissionOrder) {
+  constexpr std::uint32_t kFirst = 0xFFFFFFF0u;
+  constexpr int kN = 64;
+  auto nodes = make_nodes(kN);
+  for (int i = 0; i < kN; ++i) {
+    nodes[i]->deadline = 1000;
+    nodes[i]->seq = kFirst + static_cast<std::uint32_t>(i);  // wraps at i = 16
+  }
+  std::vector<TaskBase*> shuffled;
+  for (auto& n : nodes) shuffled.push_back(n.get());
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+  TimerHeap heap;
+  ASSERT_TRUE(heap.try_reserve(kN));
+  for (TaskBase* t : shuffled) (void)heap.push(t);
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_EQ(heap.top(), nodes[i].get()) << i;
+    heap.pop();
+  }
+  SortedRun run;
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_TRUE(run.accepts(nodes[i].get())) << i;  // each sorts after the one before, wrap or not
+    run.append(nodes[i].get());
+  }
+  EXPECT_TRUE(run.check_invariants());
+  EXPECT_FALSE(run.accepts(nodes[3].get()));  // an older stamp at the same deadline does not
+}
+
+}  // namespace
+}  // namespace kairos::detail
