@@ -140,7 +140,7 @@ class ScheduledFuture {
     if (!node_) return false;
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;
-    std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
+    std::int64_t now = clock_ ? clock_->now_ns() : detail::submit_now_ns();  // never below the clock
     std::int64_t deadline;
     bool never = __builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs;
     return detail::rearm_task(node_, core_, never ? detail::kMaxNs : deadline, never);

@@ -293,7 +293,7 @@ class BasicScheduler {
   Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;  // a negative delay means "as soon as possible" (Java normalises to 0)
-    std::int64_t now = core_->now_ns();
+    std::int64_t now = core_->submit_now();  // never below the clock at this call
     std::int64_t deadline;
     // Past the clock's range (or Duration::max()): never. Exactly at the end of a ManualClock's
     // time: due then.

@@ -12,6 +12,11 @@ namespace kairos::detail {
 void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept;
 
 std::int64_t steady_now_ns() noexcept;  // CLOCK_MONOTONIC, as std::chrono::steady_clock
+// "Now" for a deadline computed at submission (now + delay): never below CLOCK_MONOTONIC at the
+// call and at most 0.4 us above it, never below what an earlier call (by happens-before)
+// returned. Read from the CPU's counter where the kernel keeps CLOCK_MONOTONIC with it; else
+// steady_now_ns() (core/src/tsc_clock.hpp). Not for deciding that something is due.
+std::int64_t submit_now_ns() noexcept;
 
 // One iteration of a short spin-wait.
 inline void cpu_relax() noexcept {
