@@ -2,10 +2,13 @@
 #
 # A shared build (-DBUILD_SHARED_LIBS=ON; what a distribution ships) gives two packages, the way
 # Debian splits its own C++ libraries (libfmt9 / libfmt-dev):
-#   libkairos<SOVERSION>  (libkairos0.1)  the shared library: libkairos.so.0.1.0 and its SONAME link
-#   libkairos-dev         the headers, the libkairos.so link, the CMake and pkg-config files, and
-#                         the tools kairos-lat and kairos-gate with their man pages and the Java harness
-# A static build gives libkairos-dev alone (libkairos.a in it; nothing to load at run time).
+#   libkairos<SOVERSION>  (libkairos0.1)  the shared libraries: libkairos.so.0.1.0 and the latency
+#                         kit's libkairos-latency.so.0.1.0, with their SONAME links
+#   libkairos-dev         the headers, the .so links, the CMake and pkg-config files (kairos.pc,
+#                         kairos-latency.pc), and the tools kairos-lat and kairos-gate with their
+#                         man pages and the Java harness
+# A static build gives libkairos-dev alone (libkairos.a, libkairos-latency.a; nothing to load at
+# run time).
 # Each package has /usr/share/doc/<package>/copyright (machine-readable, Debian's copyright-format
 # 1.0) and changelog.Debian.gz; binaries are stripped (CPACK_STRIP_FILES). The multiarch library
 # directory (lib/x86_64-linux-gnu) is what GNUInstallDirs picks when CMAKE_INSTALL_PREFIX is /usr:
@@ -20,8 +23,9 @@
 # and, installed only by cpack, runtime_debian / dev_debian (copyright and changelog per package).
 #
 # Dependencies are written out, not computed: the library and the tools need the C and C++
-# runtimes of Debian 12's g++ 12; the tools link zlib (kairos/hdr_codec.hpp); that header, which
-# libkairos-dev installs, includes <zlib.h>, hence zlib1g-dev.
+# runtimes of Debian 12's g++ 12; libkairos-latency (the HdrHistogram codec) links zlib, so the
+# package that holds it depends on zlib1g; no installed header includes <zlib.h>, so zlib1g-dev is
+# needed only to link a static libkairos-latency (kairos-latency.pc's Requires.private).
 set(KAIROS_DEB_MAINTAINER "The kairos authors <kairos@example.org>" CACHE STRING
     "Maintainer field of the Debian packages, 'Name <address>': whoever ships them puts their own")
 set(KAIROS_DEB_RELEASE 1)   # Debian revision: 0.1.0-1 (a non-native package: changelog.Debian.gz)
@@ -102,19 +106,20 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libkairos-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_DESCRIPTION
     "${_kairos_about}This package holds the development files: the headers, the CMake and\npkg-config files, and the kairos-lat and kairos-gate latency tools.")
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_kairos_deb_base_depends}, zlib1g (>= 1:1.2.0), zlib1g-dev")
+set(_kairos_deb_zlib "zlib1g (>= 1:1.2.0)")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_kairos_deb_base_depends}, ${_kairos_deb_zlib}, zlib1g-dev")
 if(_kairos_type STREQUAL "SHARED_LIBRARY")
   set(CPACK_COMPONENTS_ALL runtime runtime_debian dev dev_debian)
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${KAIROS_DEB_RUNTIME_NAME})
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-  set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "${_kairos_about}This package holds the shared library.")
+  set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "${_kairos_about}This package holds the shared libraries: libkairos and libkairos-latency.")
   # ldconfig runs through libc's trigger (Debian policy 8.1.1), which lintian requires.
   file(WRITE ${_deb_dir}/triggers "activate-noawait ldconfig\n")
   set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${_deb_dir}/triggers)
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${_kairos_deb_base_depends}")
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${_kairos_deb_base_depends}, ${_kairos_deb_zlib}")
   set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # DEBIAN/shlibs: libkairos 0.1 libkairos0.1 (= 0.1.0-1)
   set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-      "${KAIROS_DEB_RUNTIME_NAME} (= ${KAIROS_DEB_VERSION}), ${CPACK_DEBIAN_DEV_PACKAGE_DEPENDS}")
+      "${KAIROS_DEB_RUNTIME_NAME} (= ${KAIROS_DEB_VERSION}), ${_kairos_deb_base_depends}")
 else()
   set(CPACK_COMPONENTS_ALL dev dev_debian)
 endif()

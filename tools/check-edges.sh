@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# check-edges.sh [source dir]: the edge names of core/ against their index in docs/design.md
+# check-edges.sh [source dir]: the edge names of core/ and latency/ against their index in
+# docs/design.md
 # ("## Edges": | Edge | File | Operation | Partner |). Fails if
-#   - an edge name used in core/ is not in the index (a name is a registered prefix and a number,
+#   - an edge name used in core/ or latency/ is not in the index (a name is a registered prefix and a number,
 #     XX<n>, or any parenthesised or bracketed (X1) / [X1] written in a comment the old way),
 #   - the index lists a name twice, or
 #   - a name in the index does not occur in the file the index gives for it.
@@ -25,14 +26,16 @@ while IFS='|' read -r _ name file _; do
   grep -qw -- "$name" "$src/$file" || { echo "check-edges: $name is not in $file"; fail=1; }
 done <<< "$rows"
 
-# Every name used in core/ (comments included) is in the index.
-used=$( (grep -rhoE "\b($prefixes)[0-9]+\b" "$src/core" || true
-         grep -rhoE '//.*' "$src/core" | grep -oE '[([][A-Z]{1,3}[0-9]+[])]' | tr -d '()[]' |
+# Every name used in core/ and latency/ (comments included) is in the index.
+dirs=("$src/core")
+[ -d "$src/latency" ] && dirs+=("$src/latency")
+used=$( (grep -rhoE "\b($prefixes)[0-9]+\b" "${dirs[@]}" || true
+         grep -rhoE '//.*' "${dirs[@]}" | grep -oE '[([][A-Z]{1,3}[0-9]+[])]' | tr -d '()[]' |
            grep -vE '^W[0-9]+$' || true) | sort -u)  # W<n>: a workload (PERF.md), not an edge
 for n in $used; do
   grep -qx -- "$n" <<< "$names" || {
-    echo "check-edges: $n is used in core/ but not in the index:"
-    grep -rnw -- "$n" "$src/core" | head -3
+    echo "check-edges: $n is used in core/ or latency/ but not in the index:"
+    grep -rnw -- "$n" "${dirs[@]}" | head -3
     fail=1
   }
 done

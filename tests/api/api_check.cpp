@@ -2,6 +2,7 @@
 // documented types. Built by the ctest api_check_compiles (target kairos_api_check); never run.
 // A renamed or dropped public name, or a changed result type, fails the build here.
 #include <kairos/kairos.hpp>
+#include <kairos/pacer.hpp>  // the latency kit (kairos::latency): latency_tools() below
 
 #include <chrono>
 #include <concepts>

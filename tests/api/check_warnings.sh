@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # check_warnings.sh <source dir> <scratch dir> <compiler>...: what a user who builds with
 # -Wall -Wextra -Wpedantic -Werror includes or copies must compile under each given compiler:
-#   - every installed public header on its own (core/kairos/**/*.hpp, detail/ too, and
-#     policies/kairos/*.hpp), as the first include of a file;
+#   - every installed public header on its own (core/kairos/**/*.hpp, detail/ too,
+#     policies/kairos/*.hpp and the latency kit's latency/kairos/*.hpp), as the first include
+#     of a file;
 #   - every ```cpp block of README.md, extracted here, so the README cannot drift from it: a block
 #     with a main() is compiled as it stands; any other is a fragment, compiled as the body of a
-#     function after <kairos/kairos.hpp>, with the names the README leaves to the reader
+#     function after <kairos/kairos.hpp> and the kit's <kairos/pacer.hpp>, with the names the README leaves to the reader
 #     (send_one_order) declared;
 #   - designated_options.cpp: Options built with designated initializers naming a few fields
 #     (g++ warns -Wmissing-field-initializers for every member left without a default member
@@ -13,7 +14,7 @@
 # A compiler given as "-" or that is not installed is skipped with a message (clang is optional).
 set -euo pipefail
 src=$1 scratch=$2; shift 2
-flags=(-std=c++20 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$src/core" -I"$src/policies")
+flags=(-std=c++20 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$src/core" -I"$src/policies" -I"$src/latency")
 rm -rf "$scratch" && mkdir -p "$scratch/headers" "$scratch/readme"
 
 # One translation unit per header.
@@ -22,7 +23,8 @@ while IFS= read -r h; do
   name=$(echo "$h" | tr '/' '_')
   printf '#include <%s>\n' "$h" > "$scratch/headers/${name%.hpp}.cpp"
   units+=("$scratch/headers/${name%.hpp}.cpp")
-done < <(cd "$src/core" && find kairos -name '*.hpp' | sort; cd "$src/policies" && find kairos -name '*.hpp' | sort)
+done < <(cd "$src/core" && find kairos -name '*.hpp' | sort; cd "$src/policies" && find kairos -name '*.hpp' | sort;
+            cd "$src/latency" && find kairos -name '*.hpp' | sort)
 
 # One per README block.
 awk -v dir="$scratch/readme" '
@@ -38,6 +40,7 @@ for b in "$scratch"/readme/block*.txt; do
     cp "$b" "$out"
   else
     { echo '#include <kairos/kairos.hpp>'
+      echo '#include <kairos/pacer.hpp>'
       echo '#include <chrono>'
       echo '#include <cstdio>'
       echo 'void send_one_order();'

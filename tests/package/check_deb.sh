@@ -2,11 +2,13 @@
 # check_deb.sh <source dir> <scratch dir> <c++ compiler> <version> <soversion>: builds kairos the
 # way a Debian package is built (shared library, Release, prefix /usr so GNUInstallDirs picks the
 # multiarch lib/<triplet>; cmake/KairosPackage.cmake), packages it with cpack -G DEB and checks:
-#   - two packages, libkairos<soversion> (the shared library only) and libkairos-dev (headers, the
-#     .so link, CMake and pkg-config files, both tools, their man pages, the Java harness), each
+#   - two packages, libkairos<soversion> (the shared libraries only: libkairos and the latency
+#     kit's libkairos-latency) and libkairos-dev (headers, the .so links, CMake and pkg-config
+#     files kairos.pc and kairos-latency.pc, both tools, their man pages, the Java harness), each
 #     with /usr/share/doc/<package>/copyright (machine-readable) and changelog.Debian.gz;
 #   - Version <version>-<revision>, a Maintainer "Name <address>", libkairos-dev depending on
-#     the exact runtime package and on zlib (the tools link it), binaries stripped;
+#     the exact runtime package, the runtime package on zlib (libkairos-latency links it) and
+#     libkairos-dev not on zlib1g-dev (no installed header includes <zlib.h>), binaries stripped;
 #   - lintian: its whole output is printed; any E: line fails the test;
 #   - unpacked into a scratch root, the tools run from there, link the packaged libkairos and
 #     hold no path of the build machine.
@@ -48,15 +50,18 @@ for deb in "$runtime" "$dev"; do
 done
 # The runtime package is the library and its documentation, nothing else.
 if grep -v -x -e "/usr/$libdir/libkairos.so.$version" -e "/usr/$libdir/libkairos.so.$soversion" \
+        -e "/usr/$libdir/libkairos-latency.so.$version" -e "/usr/$libdir/libkairos-latency.so.$soversion" \
         -e "/usr/share/doc/$runtime_pkg/copyright" -e "/usr/share/doc/$runtime_pkg/changelog.Debian.gz" \
         "$scratch/$runtime_pkg.files"; then
   echo "$runtime_pkg holds more than the shared library (above)"; fail=1
 fi
-for f in "/usr/$libdir/libkairos.so.$version" "/usr/$libdir/libkairos.so.$soversion"; do
+for f in "/usr/$libdir/libkairos.so.$version" "/usr/$libdir/libkairos.so.$soversion" \
+         "/usr/$libdir/libkairos-latency.so.$version" "/usr/$libdir/libkairos-latency.so.$soversion"; do
   grep -qx -- "$f" "$scratch/$runtime_pkg.files" || { echo "missing from $runtime_pkg: $f"; fail=1; }
 done
 for f in /usr/$libdir/libkairos.so /usr/include/kairos/kairos.hpp /usr/include/kairos/version.hpp \
          /usr/include/kairos/scheduler.hpp /usr/include/kairos/wait.hpp /usr/include/kairos/hdr_codec.hpp \
+         /usr/include/kairos/pacer.hpp /usr/$libdir/libkairos-latency.so /usr/$libdir/pkgconfig/kairos-latency.pc \
          /usr/$libdir/cmake/kairos/kairosConfig.cmake /usr/$libdir/cmake/kairos/kairosConfigVersion.cmake \
          /usr/$libdir/cmake/kairos/kairosTargets.cmake /usr/$libdir/pkgconfig/kairos.pc \
          /usr/bin/kairos-lat /usr/bin/kairos-gate /usr/share/man/man1/kairos-lat.1.gz \
@@ -64,16 +69,18 @@ for f in /usr/$libdir/libkairos.so /usr/include/kairos/kairos.hpp /usr/include/k
   grep -qx -- "$f" "$scratch/libkairos-dev.files" || { echo "missing from libkairos-dev: $f"; fail=1; }
 done
 depends=$(dpkg-deb -f "$dev" Depends)
-for d in "$runtime_pkg (= $deb_version)" "zlib1g " "zlib1g-dev"; do
-  case "$depends, " in *"$d"*) ;; *) echo "libkairos-dev does not depend on '$d'"; fail=1;; esac
-done
+case "$depends, " in *"$runtime_pkg (= $deb_version)"*) ;; *) echo "libkairos-dev does not depend on '$runtime_pkg (= $deb_version)'"; fail=1;; esac
+case "$depends, " in *zlib1g-dev*) echo "libkairos-dev depends on zlib1g-dev: no installed header needs it"; fail=1;; esac
+case "$(dpkg-deb -f "$runtime" Depends), " in *"zlib1g "*) ;; *) echo "$runtime_pkg does not depend on zlib1g"; fail=1;; esac
+if grep -rl 'zlib[.]h' "$scratch/root/usr/include"; then echo "an installed header includes <zlib.h> (above)"; fail=1; fi
 head -1 "$scratch/root/usr/share/doc/libkairos-dev/copyright" |
   grep -x 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' > /dev/null ||
   { echo "copyright is not in the machine-readable format"; fail=1; }
 zcat "$scratch/root/usr/share/doc/$runtime_pkg/changelog.Debian.gz" > "$scratch/changelog"
 head -1 "$scratch/changelog" | grep -F "($deb_version)" > /dev/null ||
   { echo "changelog.Debian.gz does not open with version $deb_version"; fail=1; }
-for f in "usr/$libdir/libkairos.so.$version" usr/bin/kairos-lat usr/bin/kairos-gate; do
+for f in "usr/$libdir/libkairos.so.$version" "usr/$libdir/libkairos-latency.so.$version" usr/bin/kairos-lat \
+         usr/bin/kairos-gate; do
   if readelf -S "$scratch/root/$f" | grep -F -e '.symtab' -e '.debug_info' > /dev/null; then
     echo "$f is not stripped"; fail=1
   fi

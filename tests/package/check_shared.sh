@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # check_shared.sh <source dir> <scratch dir> <c++ compiler> <version> <soversion>: configures and
-# builds libkairos as a shared library, then checks its file names, its SONAME, that every symbol
-# it exports is in namespace kairos, and that a consumer links and runs against it.
+# builds libkairos and the latency kit's libkairos-latency as shared libraries, then checks their
+# file names, libkairos's SONAME, that every symbol libkairos exports is in namespace kairos and
+# every one of libkairos-latency in kairos::hdr, and that consumers link and run against them
+# (the kit's without naming zlib: the library carries its own NEEDED libz).
 set -euo pipefail
 src=$1 scratch=$2 cxx=$3 version=$4 soversion=$5
 rm -rf "$scratch" && mkdir -p "$scratch"
 cmake -S "$src" -B "$scratch/build" -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_COMPILER="$cxx" -DKAIROS_BUILD_TESTS=OFF -DKAIROS_BUILD_PERF=OFF \
       -DKAIROS_BUILD_TOOLS=OFF > "$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
-cmake --build "$scratch/build" -j2 --target kairos > "$scratch/build.log" 2>&1 || { cat "$scratch/build.log"; exit 1; }
+cmake --build "$scratch/build" -j2 --target kairos kairos_latency > "$scratch/build.log" 2>&1 || { cat "$scratch/build.log"; exit 1; }
 cmake --install "$scratch/build" --prefix "$scratch/prefix" > /dev/null
 lib=$(find "$scratch/prefix" -name "libkairos.so.$version")
 [ -n "$lib" ] || { echo "no libkairos.so.$version installed"; exit 1; }
@@ -27,6 +29,14 @@ while IFS= read -r sym; do
   name=$(echo "$sym" | sed -E 's/^(typeinfo name|typeinfo|vtable|VTT) for //; s/\(.*//; s/^kairos::(detail::)?//; s/::.*//; s/<.*//')
   grep -rqw -- "$name" "$scratch/prefix/include/kairos" || { echo "exported but in no installed header: $sym"; fail=1; }
 done < "$scratch/exports"
+kit=$(find "$scratch/prefix" -name "libkairos-latency.so.$version")
+[ -n "$kit" ] && [ -L "${kit%.$version}.$soversion" ] || { echo "no libkairos-latency.so.$version and SONAME link"; exit 1; }
+nm -DC --defined-only "$kit" | awk '$2 != "A" {$1 = ""; $2 = ""; sub(/^  /, ""); print}' | sed 's/@@.*//' > "$scratch/kit-exports"
+echo "exported symbols of the kit: $(wc -l < "$scratch/kit-exports")"
+if grep -v -E '^((typeinfo|typeinfo name|vtable) for )?kairos::hdr::' "$scratch/kit-exports"; then
+  echo "exported from libkairos-latency outside namespace kairos::hdr (above)"; fail=1
+fi
+objdump -p "$kit" | grep -E 'NEEDED +libz[.]so' > /dev/null || { echo "libkairos-latency does not link zlib"; fail=1; }
 [ $fail = 0 ] || exit 1
 # Every call of the public API links against the shared library: the API check with its inline
 # functions kept, plus the consumer program.
@@ -38,3 +48,7 @@ mkdir -p "$scratch/consumer"
        -L"$(dirname "$lib")" -lkairos -Wl,-rpath,"$(dirname "$lib")" -Wl,--no-undefined
 ldd "$scratch/consumer/consumer" | grep "libkairos.so.$soversion" > /dev/null || { echo "consumer did not link the .so"; exit 1; }
 "$scratch/consumer/consumer"
+"$cxx" -std=c++20 -pthread -I"$scratch/prefix/include" "$src/tests/install/consumer/latency.cpp" \
+       -o "$scratch/consumer/latency" -L"$(dirname "$lib")" -lkairos-latency -lkairos \
+       -Wl,-rpath,"$(dirname "$lib")" -Wl,--no-undefined
+"$scratch/consumer/latency"

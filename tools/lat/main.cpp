@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <json_input.hpp>
+#include <record_model.hpp>
 
 #include "java_harness.hpp"
 #include "subprocess.hpp"
@@ -95,7 +96,6 @@ Examples:
   kairos-lat --from paced.hlog --svg plots         a percentile spectrum chart of any .hlog, .hgrm or
                                                    latency histogram JSON)";
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W2b", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll", "kairos-loop", "kairos-loop-nowake",
                                               "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
 
@@ -148,7 +148,7 @@ std::string default_java_dir() {
 }
 
 struct Cli {
-  std::string workloads = "W1,W2,W3,W4,W5,W6,W7";
+  std::string workloads = records::default_workloads();  // "W1,...,W7": the workload table's default set
   std::string systems;
   std::vector<unsigned> shards{1};
   unsigned threads = 1;
@@ -262,27 +262,6 @@ WorkloadSizes sizes_from(const Cli& cli) {
   return z;
 }
 
-// The sizes of each run of `workload`: one per value of its varying parameter.
-std::vector<WorkloadSizes> variants(const std::string& workload, const WorkloadSizes& z) {
-  std::vector<WorkloadSizes> out;
-  if (workload == "W1") {
-    for (unsigned p : z.w1_producers) {
-      WorkloadSizes v = z;
-      v.w1.producers = p;
-      out.push_back(v);
-    }
-  } else if (workload == "W5") {
-    for (std::size_t n : z.w5_timers) {
-      WorkloadSizes v = z;
-      v.w5.timers = n;
-      out.push_back(v);
-    }
-  } else {
-    out.push_back(z);
-  }
-  return out;
-}
-
 // The text of a --from file, at most json_input.hpp's kMaxInputBytes.
 std::string read_input(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -334,13 +313,15 @@ void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, con
   };
   std::string sub = text("cpu") + ", " + (machine.contains("nproc") ? machine["nproc"].dump() : std::string("?")) +
                     " CPUs, Linux " + text("kernel") + "; median of the runs";
-  for (const char* w : {"W3", "W4"}) {
-    auto series = lateness_series(groups, w);
+  for (const records::Workload& w : records::kWorkloads) {
+    if (w.lateness_chart.empty()) continue;  // W3 and W4
+    const std::string id(w.id);
+    auto series = lateness_series(groups, id);
     if (series.empty()) continue;
-    std::string path = (std::filesystem::path(dir) / (std::string(w == std::string("W3") ? "w3" : "w4") +
-                                                       "_lateness.svg")).string();
-    std::string title = std::string(w) + (w == std::string("W3") ? " lateness of one-shot timers" :
-                                                                   " lateness of fixed-rate runs");
+    std::string file = id + "_lateness.svg";
+    file[0] = 'w';  // w3_lateness.svg
+    std::string path = (std::filesystem::path(dir) / file).string();
+    std::string title = id + " " + std::string(w.lateness_chart);
     if (!write_lateness_svg(path, title, sub, series)) throw UsageError("kairos-lat: cannot write " + path);
     std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
   }
@@ -434,9 +415,11 @@ const CLI::Validator kNonNegative(
     },
     ">= 0");
 
-int main(int argc, char** argv) {
-  Cli cli;
-  CLI::App app{"kairos-lat: the standard workloads W1..W8 on kairos and its peers, JSON lines out"};
+namespace {
+
+// ---- the command line -------------------------------------------------------------------------
+
+void add_options(CLI::App& app, Cli& cli) {
   app.footer(kWorkloadHelp);
   app.add_option("-w,--workloads", cli.workloads, "comma-separated workload ids")->capture_default_str();
   app.add_option("-s,--systems", cli.systems, "comma-separated systems (default: all of them)");
@@ -508,6 +491,197 @@ int main(int argc, char** argv) {
                "a task that never ran, W2 or W2b pending != 1024, W7 inversions with one worker (kairos, "
                "naive-stpe: the schedulers that order equal deadlines by submission)");
   app.add_flag("--child", cli.child, "internal: one run in this process, its record on stdout")->group("");
+}
+
+// ---- the four modes: --from, --demo, --child, and a run ---------------------------------------
+
+// --from FILE: kairos-lat's records as tables (and charts with --svg), or the percentile spectrum
+// chart of a distribution (a latency histogram JSON, .hlog or .hgrm).
+int tabulate_from(const Cli& cli, const json& machine) {
+  const std::string text = read_input(cli.from);
+  InputKind kind = InputKind::records;
+  std::vector<SpectrumChart> charts;
+  try {
+    kind = detect_input_kind(text, cli.from);
+    if (kind != InputKind::records) charts = spectrum_charts(text, cli.from);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("kairos-lat: ") + e.what());  // names the file and line
+  }
+  if (kind != InputKind::records) {  // a distribution: its chart is the output
+    if (cli.svg.empty())
+      throw UsageError("kairos-lat: --from " + cli.from + " is " + input_kind_name(kind) +
+                       ", drawn as a percentile spectrum chart: give --svg DIR");
+    write_spectrum_svgs(cli.svg, charts);
+    return 0;
+  }
+  const std::vector<json> records = read_records(text, cli.from);
+  auto groups = group_runs(records);
+  print_tables(std::cout, groups, cli.markdown);
+  if (!cli.svg.empty()) {
+    write_svgs(cli.svg, groups, records.front().contains("machine") ? records.front()["machine"] : machine);
+    try {
+      charts = spectrum_charts(records);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
+    }
+    write_spectrum_svgs(cli.svg, charts);
+  }
+  return 0;
+}
+
+// --demo: about a minute, W3 and W1 on kairos-hybrid and naive-stpe, a table and SVG charts.
+void apply_demo(Cli& cli) {
+  cli.workloads = "W3,W1";
+  if (cli.systems.empty()) cli.systems = "kairos-hybrid,naive-stpe";
+  cli.table = true;
+  if (cli.svg.empty()) cli.svg = "kairos-lat-demo";
+}
+
+// What the command line asks to run; UsageError for an unknown workload or system, or a flag
+// that would change nothing.
+Plan make_plan(const Cli& cli) {
+  Plan plan;
+  plan.sizes = sizes_from(cli);
+  plan.repeat = cli.repeat;
+  plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
+  for (const auto& w : split(cli.workloads)) {
+    if (!records::find_workload(w))
+      throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W9)");
+    plan.workloads.push_back(w);
+  }
+  for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
+    bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll" && name.rfind("kairos-loop", 0) != 0;  // sharded, threaded
+    if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
+    for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
+      for (bool warm : cli.warm_and_fresh ? std::vector<bool>{false, true} : std::vector<bool>{cli.warm}) {
+        Cli c = cli;
+        c.warm = warm;
+        SystemSpec spec = make_spec(name, c, shards, plan.sizes);
+        if (cli.warm_and_fresh && warm && !spec.warm) continue;  // Java: one row, its JIT pass
+        plan.systems.push_back(std::move(spec));
+      }
+  }
+
+  if (cli.w8_lazy && !cli.child) {
+    const bool w8 = std::find(plan.workloads.begin(), plan.workloads.end(), "W8") != plan.workloads.end();
+    const bool java = std::any_of(plan.systems.begin(), plan.systems.end(),
+                                  [](const SystemSpec& s) { return s.kind == Kind::java; });
+    if (!w8 || !java)
+      throw UsageError(std::string("kairos-lat: --w8-lazy changes only how the Java peers run W8, and ") +
+                       (!w8 ? "W8 is not among the workloads (-w W8)"
+                            : "no Java system is selected (java-stpe-1, java-stpe-2, netty-wheel; not with --no-java)"));
+  }
+  return plan;
+}
+
+// --child: exactly one (workload, size, native system), here; its record on stdout.
+int run_child(const Plan& plan) {
+  auto vs = plan.workloads.size() == 1 ? variants(plan.workloads[0], plan.sizes) : std::vector<Variant>{};
+  if (vs.size() != 1 || plan.systems.size() != 1 || plan.systems[0].kind == Kind::java)
+    throw std::invalid_argument("kairos-lat: --child runs one workload, size and native system");
+  const SystemSpec& s = plan.systems[0];
+  const std::string& w = plan.workloads[0];
+  ProgressLine progress(w + " " + workload_name(w) + " on " + s.label);
+  json rec = run_native(s, w, vs[0].sizes, [&](std::uint64_t d, std::uint64_t t) { progress(d, t); });
+  std::cout << rec.dump() << std::endl;
+  return 0;
+}
+
+// Every run of the plan, each in a process of its own; then the tables, the charts and the rules.
+int run_plan(const Plan& plan, const Cli& cli, const json& machine) {
+  std::vector<json> records;
+  std::ofstream out_file;
+  if (!cli.out.empty()) {
+    out_file.open(cli.out, std::ios::app);
+    if (!out_file) throw UsageError("kairos-lat: cannot write " + cli.out);
+  }
+
+  JavaHarness java(plan.java);
+  std::set<std::string> skipped;
+  std::size_t failed = 0;
+  std::size_t total_runs = 0, run_no = 0;
+  for (const auto& w : plan.workloads)
+    for (const auto& s : plan.systems)
+      if (applies(s, w)) total_runs += variants(w, plan.sizes).size() * plan.repeat;
+
+  auto started = std::chrono::steady_clock::now();
+  for (unsigned rep = 1; rep <= plan.repeat; ++rep) {
+    for (const auto& w : plan.workloads) {
+      for (const Variant& v : variants(w, plan.sizes)) {
+        const WorkloadSizes& z = v.sizes;
+        for (const auto& s : plan.systems) {
+          if (!applies(s, w)) continue;
+          ++run_no;
+          if (s.kind == Kind::java) {
+            std::string why = java.unavailable(s.config.system);
+            if (!why.empty()) {
+              if (skipped.insert(s.config.system).second)
+                std::fprintf(stderr, "kairos-lat: %s skipped: %s\n", s.config.system.c_str(), why.c_str());
+              continue;
+            }
+          }
+          std::string what =
+              w + " " + workload_name(w) + (v.label.empty() ? "" : " " + v.label) + " on " + s.label;
+          std::fprintf(stderr, "kairos-lat: [%zu/%zu] %s (repeat %u, %.0f s so far)\n", run_no, total_runs,
+                       what.c_str(), rep, seconds_since(started));
+          double load = load_average_1m();
+          std::optional<json> rec;
+          try {
+            if (s.kind == Kind::java) {
+              rec = java.run(s.config.system, w, z);
+              if (rec) (*rec)["config"]["warm"] = plan.java.warmup;  // LatHarness's pass, 1/10 size
+            } else {
+              rec = run_in_child(s, w, z, cli);
+            }
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "kairos-lat: %s failed: %s\n", what.c_str(), e.what());
+          }
+          if (!rec) {
+            ++failed;
+            continue;
+          }
+          (*rec)["repeat"] = rep;
+          (*rec)["loadavg_1m"] = load;
+          flag_producer_behind(*rec);
+          stamp_provenance(*rec, machine);
+          std::string line = rec->dump();
+          if (!cli.table) std::cout << line << std::endl;
+          if (out_file) out_file << line << std::endl;
+          records.push_back(std::move(*rec));
+        }
+      }
+    }
+  }
+  std::fprintf(stderr, "kairos-lat: %zu runs in %.0f s\n", records.size(), seconds_since(started));
+
+  std::vector<std::string> broken;
+  for (const auto& r : records)
+    for (auto& b : broken_rules(r)) broken.push_back(std::move(b));
+
+  auto groups = group_runs(records);
+  std::ostream& table_out = cli.table ? std::cout : std::cerr;
+  table_out << "\n";
+  print_tables(table_out, groups, cli.markdown);
+  if (!cli.svg.empty()) {
+    write_svgs(cli.svg, groups, machine);
+    write_spectrum_svgs(cli.svg, spectrum_charts(records));
+  }
+  for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
+  if (failed > 0) std::fprintf(stderr, "kairos-lat: %zu of %zu runs failed\n", failed, run_no);
+  if (records.empty() && failed == 0) {
+    std::fprintf(stderr, "kairos-lat: no run produced a record (every system skipped or not applicable)\n");
+    return 1;
+  }
+  if (failed > 0 || (cli.check && !broken.empty())) return 1;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Cli cli;
+  CLI::App app{"kairos-lat: the standard workloads W1..W8 on kairos and its peers, JSON lines out"};
+  add_options(app, cli);
   app.set_version_flag("--version", version_line());
   try {
     app.parse(argc, argv);
@@ -517,178 +691,14 @@ int main(int argc, char** argv) {
   }
 
   try {
-    std::vector<json> records;
-    json machine = machine_json();
-
+    const json machine = machine_json();
     if (!cli.svg.empty()) prepare_svg_dir(cli.svg);
-    if (!cli.from.empty()) {
-      const std::string text = read_input(cli.from);
-      InputKind kind = InputKind::records;
-      std::vector<SpectrumChart> charts;
-      try {
-        kind = detect_input_kind(text, cli.from);
-        if (kind != InputKind::records) charts = spectrum_charts(text, cli.from);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("kairos-lat: ") + e.what());  // names the file and line
-      }
-      if (kind != InputKind::records) {  // a distribution: its chart is the output
-        if (cli.svg.empty())
-          throw UsageError("kairos-lat: --from " + cli.from + " is " + input_kind_name(kind) +
-                           ", drawn as a percentile spectrum chart: give --svg DIR");
-        write_spectrum_svgs(cli.svg, charts);
-        return 0;
-      }
-      records = read_records(text, cli.from);
-      auto groups = group_runs(records);
-      print_tables(std::cout, groups, cli.markdown);
-      if (!cli.svg.empty()) {
-        write_svgs(cli.svg, groups, records.front().contains("machine") ? records.front()["machine"] : machine);
-        try {
-          charts = spectrum_charts(records);
-        } catch (const std::invalid_argument& e) {
-          throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
-        }
-        write_spectrum_svgs(cli.svg, charts);
-      }
-      return 0;
-    }
-
-    if (cli.demo) {
-      cli.workloads = "W3,W1";
-      if (cli.systems.empty()) cli.systems = "kairos-hybrid,naive-stpe";
-      cli.table = true;
-      if (cli.svg.empty()) cli.svg = "kairos-lat-demo";
-    }
+    if (!cli.from.empty()) return tabulate_from(cli, machine);
+    if (cli.demo) apply_demo(cli);
     perf::set_timer_slack_ns(1);  // inherited by every thread and process started from here
-
-    Plan plan;
-    plan.sizes = sizes_from(cli);
-    plan.repeat = cli.repeat;
-    plan.java = JavaSettings{cli.java_dir, cli.netty_jar, cli.java_heap, !cli.no_java_warmup};
-    for (const auto& w : split(cli.workloads)) {
-      if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), w) == kAllWorkloads.end())
-        throw UsageError("kairos-lat: --workloads: unknown workload '" + w + "' (W1..W9)");
-      plan.workloads.push_back(w);
-    }
-    for (const auto& name : cli.systems.empty() ? kAllSystems : split(cli.systems)) {
-      bool is_kairos = name.rfind("kairos-", 0) == 0 && name != "kairos-poll" && name.rfind("kairos-loop", 0) != 0;  // sharded, threaded
-      if (cli.no_java && (name.rfind("java-", 0) == 0 || name == "netty-wheel")) continue;
-      for (unsigned shards : is_kairos ? cli.shards : std::vector<unsigned>{1})
-        for (bool warm : cli.warm_and_fresh ? std::vector<bool>{false, true} : std::vector<bool>{cli.warm}) {
-          Cli c = cli;
-          c.warm = warm;
-          SystemSpec spec = make_spec(name, c, shards, plan.sizes);
-          if (cli.warm_and_fresh && warm && !spec.warm) continue;  // Java: one row, its JIT pass
-          plan.systems.push_back(std::move(spec));
-        }
-    }
-
-    if (cli.w8_lazy && !cli.child) {
-      const bool w8 = std::find(plan.workloads.begin(), plan.workloads.end(), "W8") != plan.workloads.end();
-      const bool java = std::any_of(plan.systems.begin(), plan.systems.end(),
-                                    [](const SystemSpec& s) { return s.kind == Kind::java; });
-      if (!w8 || !java)
-        throw UsageError(std::string("kairos-lat: --w8-lazy changes only how the Java peers run W8, and ") +
-                         (!w8 ? "W8 is not among the workloads (-w W8)"
-                              : "no Java system is selected (java-stpe-1, java-stpe-2, netty-wheel; not with --no-java)"));
-    }
-
-    if (cli.child) {  // exactly one run, here
-      auto vs = plan.workloads.size() == 1 ? variants(plan.workloads[0], plan.sizes) : std::vector<WorkloadSizes>{};
-      if (vs.size() != 1 || plan.systems.size() != 1 || plan.systems[0].kind == Kind::java)
-        throw std::invalid_argument("kairos-lat: --child runs one workload, size and native system");
-      const SystemSpec& s = plan.systems[0];
-      const std::string& w = plan.workloads[0];
-      ProgressLine progress(w + " " + workload_name(w) + " on " + s.label);
-      json rec = run_native(s, w, vs[0], [&](std::uint64_t d, std::uint64_t t) { progress(d, t); });
-      std::cout << rec.dump() << std::endl;
-      return 0;
-    }
-
-    std::ofstream out_file;
-    if (!cli.out.empty()) {
-      out_file.open(cli.out, std::ios::app);
-      if (!out_file) throw UsageError("kairos-lat: cannot write " + cli.out);
-    }
-
-    JavaHarness java(plan.java);
-    std::set<std::string> skipped;
-    std::size_t failed = 0;
-    std::size_t total_runs = 0, run_no = 0;
-    for (const auto& w : plan.workloads)
-      for (const auto& s : plan.systems)
-        if (applies(s, w)) total_runs += variants(w, plan.sizes).size() * plan.repeat;
-
-    auto started = std::chrono::steady_clock::now();
-    for (unsigned rep = 1; rep <= plan.repeat; ++rep) {
-      for (const auto& w : plan.workloads) {
-        for (const auto& z : variants(w, plan.sizes)) {
-          for (const auto& s : plan.systems) {
-            if (!applies(s, w)) continue;
-            ++run_no;
-            if (s.kind == Kind::java) {
-              std::string why = java.unavailable(s.config.system);
-              if (!why.empty()) {
-                if (skipped.insert(s.config.system).second)
-                  std::fprintf(stderr, "kairos-lat: %s skipped: %s\n", s.config.system.c_str(), why.c_str());
-                continue;
-              }
-            }
-            std::string what = w + " " + workload_name(w) +
-                               (w == "W1" ? " producers=" + std::to_string(z.w1.producers) : "") +
-                               (w == "W5" ? " timers=" + std::to_string(z.w5.timers) : "") + " on " + s.label;
-            std::fprintf(stderr, "kairos-lat: [%zu/%zu] %s (repeat %u, %.0f s so far)\n", run_no, total_runs,
-                         what.c_str(), rep, seconds_since(started));
-            double load = load_average_1m();
-            std::optional<json> rec;
-            try {
-              if (s.kind == Kind::java) {
-                rec = java.run(s.config.system, w, z);
-                if (rec) (*rec)["config"]["warm"] = plan.java.warmup;  // LatHarness's pass, 1/10 size
-              } else {
-                rec = run_in_child(s, w, z, cli);
-              }
-            } catch (const std::exception& e) {
-              std::fprintf(stderr, "kairos-lat: %s failed: %s\n", what.c_str(), e.what());
-            }
-            if (!rec) {
-              ++failed;
-              continue;
-            }
-            (*rec)["repeat"] = rep;
-            (*rec)["loadavg_1m"] = load;
-            flag_producer_behind(*rec);
-            stamp_provenance(*rec, machine);
-            std::string line = rec->dump();
-            if (!cli.table) std::cout << line << std::endl;
-            if (out_file) out_file << line << std::endl;
-            records.push_back(std::move(*rec));
-          }
-        }
-      }
-    }
-    std::fprintf(stderr, "kairos-lat: %zu runs in %.0f s\n", records.size(), seconds_since(started));
-
-    std::vector<std::string> broken;
-    for (const auto& r : records)
-      for (auto& b : broken_rules(r)) broken.push_back(std::move(b));
-
-    auto groups = group_runs(records);
-    std::ostream& table_out = cli.table ? std::cout : std::cerr;
-    table_out << "\n";
-    print_tables(table_out, groups, cli.markdown);
-    if (!cli.svg.empty()) {
-      write_svgs(cli.svg, groups, machine);
-      write_spectrum_svgs(cli.svg, spectrum_charts(records));
-    }
-    for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
-    if (failed > 0) std::fprintf(stderr, "kairos-lat: %zu of %zu runs failed\n", failed, run_no);
-    if (records.empty() && failed == 0) {
-      std::fprintf(stderr, "kairos-lat: no run produced a record (every system skipped or not applicable)\n");
-      return 1;
-    }
-    if (failed > 0 || (cli.check && !broken.empty())) return 1;
-    return 0;
+    const Plan plan = make_plan(cli);
+    if (cli.child) return run_child(plan);
+    return run_plan(plan, cli, machine);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

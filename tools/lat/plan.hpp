@@ -3,7 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include <record_model.hpp>
 
 #include <workloads/system.hpp>
 #include <workloads/w1_submit.hpp>
@@ -60,19 +64,39 @@ struct Plan {
   unsigned repeat = 1;
 };
 
-// "W3" -> "lateness"; "" if unknown.
-inline const char* workload_name(const std::string& id) {
-  if (id == "W1") return "submit";
-  if (id == "W2") return "timeout-churn";
-  if (id == "W2b") return "timeout-churn-two-class";
-  if (id == "W3") return "lateness";
-  if (id == "W4") return "periodic";
-  if (id == "W5") return "scale";
-  if (id == "W6") return "fire-throughput";
-  if (id == "W7") return "fifo-burst";
-  if (id == "W8") return "heartbeat";
-  if (id == "W9") return "loop-wakeup";
-  return "";
+// "W3" -> "lateness"; "" if unknown (the workload table, tools/records/record_model.hpp).
+inline std::string workload_name(const std::string& id) { return std::string(records::workload_name(id)); }
+
+// One run's sizes of a workload, and the value of the parameter it varies ("producers=2"; empty
+// when the workload varies none: records::Workload::varies).
+struct Variant {
+  WorkloadSizes sizes;
+  std::string label;
+};
+// The sizes of each run of `workload`: one per value of its varying parameter.
+inline std::vector<Variant> variants(const std::string& workload, const WorkloadSizes& z) {
+  const records::Workload* w = records::find_workload(workload);
+  const std::string_view varies = w ? w->varies : std::string_view{};
+  std::vector<Variant> out;
+  auto add = [&](WorkloadSizes v, auto value) {
+    out.push_back({std::move(v), std::string(varies) + "=" + std::to_string(value)});
+  };
+  if (varies == "producers") {
+    for (unsigned p : z.w1_producers) {
+      WorkloadSizes v = z;
+      v.w1.producers = p;
+      add(v, p);
+    }
+  } else if (varies == "timers") {
+    for (std::size_t n : z.w5_timers) {
+      WorkloadSizes v = z;
+      v.w5.timers = n;
+      add(v, n);
+    }
+  } else {
+    out.push_back({z, {}});
+  }
+  return out;
 }
 
 }  // namespace kairos::lat

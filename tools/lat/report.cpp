@@ -1,6 +1,8 @@
 // report.cpp: grouping, medians and the table layouts of report.hpp.
 #include "report.hpp"
 
+#include <record_model.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -215,9 +217,7 @@ std::vector<double> RunGroup::values(const std::string& figure) const {
 double RunGroup::median(const std::string& figure) const {
   std::vector<double> v = values(figure);
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return records::median(std::move(v));
 }
 
 // A row is one way of running one system: its configuration, its warm state and, where a
@@ -243,16 +243,14 @@ std::string row_label(const json& rec) {
 
 std::vector<RunGroup> group_runs(const std::vector<json>& records) {
   std::vector<RunGroup> groups;
+  records::GroupIndex index;  // the record model kairos-gate shares: one key, first-seen order
   for (const auto& rec : records) {
     std::string w = rec.value("workload", "");
     std::string pk = rec.contains("parameters") ? rec["parameters"].dump() : "{}";
-    std::string label = row_label(rec);
+    std::string label = row_label(rec);  // the system and the configuration that matters
     std::string ck = rec.contains("config") ? rec["config"].dump() : "{}";
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const RunGroup& g) {
-      return g.workload == w && g.params_key == pk && g.label == label &&
-             (g.runs.front().contains("config") ? g.runs.front()["config"].dump() : "{}") == ck;
-    });
-    if (it == groups.end()) {
+    const auto [at, added] = index.find_or_add(records::group_key(w, label, pk, ck));
+    if (added) {
       RunGroup g;
       g.workload = w;
       g.params_key = pk;
@@ -261,9 +259,8 @@ std::vector<RunGroup> group_runs(const std::vector<json>& records) {
       g.label = label;
       g.is_kairos = g.system.rfind("kairos-", 0) == 0;
       groups.push_back(std::move(g));
-      it = groups.end() - 1;
     }
-    it->runs.push_back(rec);
+    groups[at].runs.push_back(rec);
   }
   // Stable order: by workload id, then parameter set in first-seen order.
   std::stable_sort(groups.begin(), groups.end(),

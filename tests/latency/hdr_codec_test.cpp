@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <unistd.h>
+#include <zlib.h>  // the hostile payloads below are deflated here, apart from the codec
 
 namespace {
 
@@ -317,12 +318,29 @@ TEST(HdrCodecJava, JavaReadsKairosEncodingAndLogAndKairosReadsJava) {
 
 namespace hostile {
 
+// The V2 form's words, written here apart from the codec's own writer: big-endian 32 and 64 bits,
+// and ZigZag LEB128 in at most 9 bytes (the 9th byte carries 8 bits).
+void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
+}
+void put64(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
+}
+void set32(std::uint8_t* at, std::uint32_t v) {
+  for (int k = 0; k < 4; ++k) at[k] = static_cast<std::uint8_t>(v >> (24 - 8 * k));
+}
+void put_zigzag(std::vector<std::uint8_t>& out, std::int64_t value) {
+  std::uint64_t v = (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
+  for (int k = 0; k < 8 && v >= 0x80; ++k, v >>= 7) out.push_back(static_cast<std::uint8_t>((v & 0x7f) | 0x80));
+  out.push_back(static_cast<std::uint8_t>(v));
+}
+
 std::vector<std::uint8_t> v2_header(std::uint32_t payload, std::uint32_t digits) {
   std::vector<std::uint8_t> b;
-  for (std::uint32_t w : {hdr::kV2Cookie, payload, 0u, digits}) hdr::detail::put32(b, w);
-  hdr::detail::put64(b, 1);                      // lowest
-  hdr::detail::put64(b, 0x7fffffffffffffffULL);  // highest
-  hdr::detail::put64(b, 0x3ff0000000000000ULL);  // ratio 1.0
+  for (std::uint32_t w : {hdr::kV2Cookie, payload, 0u, digits}) put32(b, w);
+  put64(b, 1);                      // lowest
+  put64(b, 0x7fffffffffffffffULL);  // highest
+  put64(b, 0x3ff0000000000000ULL);  // ratio 1.0
   return b;
 }
 
@@ -331,8 +349,8 @@ std::vector<std::uint8_t> compressed(const std::vector<std::uint8_t>& plain) {
   std::vector<std::uint8_t> out(8 + size);
   EXPECT_EQ(compress2(out.data() + 8, &size, plain.data(), static_cast<uLong>(plain.size()), 9), Z_OK);
   out.resize(8 + size);
-  hdr::detail::set32(out.data(), hdr::kV2CompressedCookie);
-  hdr::detail::set32(out.data() + 4, static_cast<std::uint32_t>(size));
+  set32(out.data(), hdr::kV2CompressedCookie);
+  set32(out.data() + 4, static_cast<std::uint32_t>(size));
   return out;
 }
 
@@ -352,8 +370,8 @@ std::string error_of(std::span<const std::uint8_t> bytes) {
 TEST(HdrCodecHostile, RunOfEmptyBucketsPastTheRangeIsRefusedWithoutOverflow) {
   for (std::uint32_t digits : {0u, 2u}) {
     std::vector<std::uint8_t> counts;
-    hdr::detail::put_zigzag(counts, INT64_MIN);  // a run of 2^63 empty buckets
-    hdr::detail::put_zigzag(counts, 1);          // then one count
+    hostile::put_zigzag(counts, INT64_MIN);  // a run of 2^63 empty buckets
+    hostile::put_zigzag(counts, 1);          // then one count
     std::vector<std::uint8_t> bytes = hostile::v2_header(static_cast<std::uint32_t>(counts.size()), digits);
     bytes.insert(bytes.end(), counts.begin(), counts.end());
     EXPECT_NE(hostile::error_of(bytes).find("run of empty buckets past the end"), std::string::npos)

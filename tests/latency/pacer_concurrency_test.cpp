@@ -341,7 +341,7 @@ TEST(PacerConcurrency, StartLagAtTwoThreadsNearOne) {
 
 // The start-lag table for PERF.md: not run by ctest (it measures; run it on a quiet machine, and
 // again with KAIROS_BUSY_THREADS=<cores> for the busy regime):
-//   build/release/tests/tools/pacer_concurrency_test --gtest_also_run_disabled_tests --gtest_filter='PacerStartLag.DISABLED_Table'
+//   build/release/tests/latency/pacer_concurrency_test --gtest_also_run_disabled_tests --gtest_filter='PacerStartLag.DISABLED_Table'
 // 50,000 calls/s of a ~5 us call, 2 s of warm-up then 3 s measured, concurrency 1 and 2, for
 // each wait policy of the scheduler. KAIROS_BUSY_THREADS=n adds n threads that spin meanwhile.
 TEST(PacerStartLag, DISABLED_Table) {

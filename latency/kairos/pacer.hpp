@@ -20,7 +20,7 @@
 //   from their intended start, so the delay shows), never another thread's. Up to n calls are in
 //   flight. With n == 1 (the default) the calls run on the scheduler thread itself, one after
 //   another (no hand-off between threads). Start lag at n == 2 against n == 1, same rate, free
-//   cores: tests/tools/pacer_concurrency_test.cpp (PacerConcurrency.StartLagAtTwoThreadsNearOne
+//   cores: tests/latency/pacer_concurrency_test.cpp (PacerConcurrency.StartLagAtTwoThreadsNearOne
 //   holds the bound; PacerStartLag.DISABLED_Table prints the table for a quiet machine).
 // Intervals: set_intervals(every, fn) hands fn the histograms of every interval of `every`
 //   (a call is counted in the interval in which it ended, measured from the intended start of
@@ -41,6 +41,7 @@
 // Example: pace a function at 100,000 calls/s for 5 s and print its latency percentiles.
 //
 //   #include <kairos/kairos.hpp>
+//   #include <kairos/pacer.hpp>   // the latency kit: link kairos::latency
 //   #include <cstdio>
 //
 //   kairos::Scheduler scheduler;

@@ -1,32 +1,10 @@
-// hdr_codec.hpp: HdrHistogram interchange for kairos::LatencyHistogram: the V2 encoding (plain
-// and zlib-compressed), base64, interval logs (.hlog) and percentile-distribution text (.hgrm),
-// as HdrHistogram (Java, C, Go, ...), HistogramLogAnalyzer and HdrHistogram's plotter read them.
-//
-// Mapping: LatencyHistogram's bucket array is, index for index, the counts array of an
-//   HdrHistogram with lowestDiscernibleValue 1, highestTrackableValue 2^63 - 1 and 2 significant
-//   digits; encode_* writes those parameters. decode() also reads histograms with other
-//   parameters: each of their buckets is counted at its middle value (within our resolution).
-//   After a decode, min() and max() are the lowest / highest value of the lowest / highest
-//   non-empty bucket, and mean() counts every sample at its bucket's middle (HdrHistogram does the
-//   same; the exact min, max and sum are not part of the V2 form).
-// Negative samples (below_zero()) have no place in HdrHistogram: they are left out of every form
-//   written here; count them apart.
-// Link: zlib (CMake: find_package(ZLIB), target ZLIB::ZLIB; Debian: zlib1g-dev).
-// Errors: decoders throw std::invalid_argument naming what is wrong (bad cookie, truncated input,
-//   inflate error, counts past the end of the range, bad base64, a malformed log line).
-// Hostile input: every index and length is checked before it is used (no overflow, no read past
-//   the input); a compressed payload is inflated only up to the length its inner header announces,
-//   and that length only up to what the largest histogram of its layout can take (every count
-//   in its widest, 9-byte form: 66 KiB for kairos's own layout), so a zlib bomb is refused with
-//   that reason after at most that much memory.
-// Threads: plain functions over values; HlogWriter is one object per stream.
-//
-// Example: a log that HistogramLogProcessor or HistogramLogAnalyzer reads.
-//   std::ofstream file("run.hlog");
-//   kairos::hdr::HlogWriter log(file);            // header; start time = now
-//   log.write(interval_histogram, 0.0, 1.0);      // start 0 s, length 1 s (relative to start)
-//   kairos::hdr::write_hgrm(std::cout, total);    // Value/Percentile/TotalCount/1/(1-Percentile)
-#pragma once
+// hdr_codec.cpp: kairos/hdr_codec.hpp's HdrHistogram interchange, compiled once into the
+// kairos::latency library, which links zlib (PRIVATE: a program using the codec needs neither
+// zlib's headers nor a -lz of its own with a shared library; a static one declares it in
+// kairos-latency.pc's Requires.private and kairosConfig.cmake's find_dependency(ZLIB)).
+// The contract (mapping, errors, hostile input) is the header's.
+#include <kairos/hdr_codec.hpp>
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -35,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <istream>
 #include <limits>
@@ -45,31 +24,24 @@
 #include <string_view>
 #include <vector>
 
-#include <kairos/latency_histogram.hpp>
-
 namespace kairos::hdr {
 
-inline constexpr std::uint32_t kV2Cookie = 0x1c849313;            // V2 encoding, 8-byte words
-inline constexpr std::uint32_t kV2CompressedCookie = 0x1c849314;  // the same, deflated
-inline constexpr int kSignificantDigits = 2;
-inline constexpr std::int64_t kLowestDiscernible = 1;
-inline constexpr std::int64_t kHighestTrackable = LatencyHistogram::kMaxValue;
-inline constexpr std::size_t kV2HeaderBytes = 40;
 
 namespace detail {
+namespace {  // internal linkage: not part of the library's interface
 
-inline void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+void put32(std::vector<std::uint8_t>& out, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
 }
-inline void put64(std::vector<std::uint8_t>& out, std::uint64_t v) {
+void put64(std::vector<std::uint8_t>& out, std::uint64_t v) {
   for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
 }
-inline void set32(std::uint8_t* at, std::uint32_t v) {
+void set32(std::uint8_t* at, std::uint32_t v) {
   for (int k = 0; k < 4; ++k) at[k] = static_cast<std::uint8_t>(v >> (24 - 8 * k));
 }
 
 // ZigZag, then LEB128 in at most 9 bytes: the 9th byte carries 8 bits (HdrHistogram's form).
-inline void put_zigzag(std::vector<std::uint8_t>& out, std::int64_t value) {
+void put_zigzag(std::vector<std::uint8_t>& out, std::int64_t value) {
   std::uint64_t v = (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
   for (int k = 0; k < 8; ++k) {
     if (v < 0x80) {
@@ -82,7 +54,7 @@ inline void put_zigzag(std::vector<std::uint8_t>& out, std::int64_t value) {
   out.push_back(static_cast<std::uint8_t>(v));
 }
 
-[[noreturn]] inline void fail(const std::string& what) {
+[[noreturn]] void fail(const std::string& what) {
   throw std::invalid_argument("kairos::hdr: " + what);
 }
 
@@ -133,7 +105,8 @@ struct Layout {
   std::int64_t sub_bucket_half_count = 0;
   Layout(std::int64_t lowest, int digits) {
     if (lowest < 1) fail("lowestDiscernibleValue must be >= 1, got " + std::to_string(lowest));
-    if (digits < 0 || digits > 5) fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
+    if (digits < 0 || digits > 5)
+      fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
     unit_magnitude = static_cast<unsigned>(std::bit_width(static_cast<std::uint64_t>(lowest)) - 1);
     std::int64_t single_unit = 2;
     for (int k = 0; k < digits; ++k) single_unit *= 10;
@@ -169,13 +142,14 @@ struct Layout {
   }
 };
 
+}  // namespace
 }  // namespace detail
 
 // The V2 encoding (uncompressed): a 40-byte big-endian header (cookie, payload length,
 // normalizing index offset 0, significant digits, lowest, highest, conversion ratio 1.0), then the
 // counts up to the highest non-empty bucket as ZigZag LEB128 words, a run of k > 1 empty buckets
 // as the word -k.
-inline std::vector<std::uint8_t> encode_v2(const LatencyHistogram& h) {
+std::vector<std::uint8_t> encode_v2(const LatencyHistogram& h) {
   std::vector<std::uint8_t> out;
   out.reserve(kV2HeaderBytes + 64);
   detail::put32(out, kV2Cookie);
@@ -206,7 +180,8 @@ inline std::vector<std::uint8_t> encode_v2(const LatencyHistogram& h) {
 }
 
 // The V2 compressed encoding: cookie, length of what follows, then encode_v2() deflated by zlib.
-inline std::vector<std::uint8_t> encode_v2_compressed(const LatencyHistogram& h, int level = Z_DEFAULT_COMPRESSION) {
+std::vector<std::uint8_t> encode_v2_compressed(const LatencyHistogram& h, int level) {
+  static_assert(kDefaultCompression == Z_DEFAULT_COMPRESSION);
   const std::vector<std::uint8_t> plain = encode_v2(h);
   uLongf size = compressBound(static_cast<uLong>(plain.size()));
   std::vector<std::uint8_t> out(8 + size);
@@ -219,6 +194,7 @@ inline std::vector<std::uint8_t> encode_v2_compressed(const LatencyHistogram& h,
 }
 
 namespace detail {
+namespace {  // internal linkage: not part of the library's interface
 
 // zlib's inflate over one compressed payload, ended on every path.
 class Inflater {
@@ -249,15 +225,16 @@ class Inflater {
   int status_ = Z_OK;
 };
 
-inline std::uint32_t be32(const std::uint8_t* at) {
+std::uint32_t be32(const std::uint8_t* at) {
   return static_cast<std::uint32_t>(at[0]) << 24 | static_cast<std::uint32_t>(at[1]) << 16 |
          static_cast<std::uint32_t>(at[2]) << 8 | static_cast<std::uint32_t>(at[3]);
 }
 
+}  // namespace
 }  // namespace detail
 
 // Reads either encoding into `out` (see Mapping above); on a throw, out is reset.
-inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
+void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
   out.reset();
   detail::Reader in(bytes);
   const std::uint32_t cookie = in.u32();
@@ -279,7 +256,8 @@ inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
     if ((detail::be32(plain.data()) & ~0xf0u) == (kV2Cookie & ~0xf0u)) {
       const std::uint64_t announced = detail::be32(plain.data() + 4);
       std::int64_t lowest = 0;
-      for (std::size_t k = 0; k < 8; ++k) lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
+      for (std::size_t k = 0; k < 8; ++k)
+        lowest = static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) << 8 | plain[16 + k]);
       const std::uint32_t digits = detail::be32(plain.data() + 12);
       if (digits > 5) detail::fail("numberOfSignificantValueDigits must be in [0, 5], got " + std::to_string(digits));
       const detail::Layout layout(lowest, static_cast<int>(digits));
@@ -367,14 +345,14 @@ inline void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
   out.assign(parts);
 }
 
-inline LatencyHistogram decode(std::span<const std::uint8_t> bytes) {
+LatencyHistogram decode(std::span<const std::uint8_t> bytes) {
   LatencyHistogram h;
   decode(bytes, h);
   return h;
 }
 
 // Standard base64 (RFC 4648, with padding), as HdrHistogram's logs use it.
-inline std::string base64_encode(std::span<const std::uint8_t> bytes) {
+std::string base64_encode(std::span<const std::uint8_t> bytes) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
@@ -394,7 +372,7 @@ inline std::string base64_encode(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
-inline std::vector<std::uint8_t> base64_decode(std::string_view text) {
+std::vector<std::uint8_t> base64_decode(std::string_view text) {
   auto value = [](char c) -> int {
     if (c >= 'A' && c <= 'Z') return c - 'A';
     if (c >= 'a' && c <= 'z') return c - 'a' + 26;
@@ -430,12 +408,12 @@ inline std::vector<std::uint8_t> base64_decode(std::string_view text) {
 }
 
 // base64 of the V2 compressed encoding: the form of an .hlog line and of kairos-lat's records.
-inline std::string to_base64(const LatencyHistogram& h) { return base64_encode(encode_v2_compressed(h)); }
-inline void from_base64(std::string_view text, LatencyHistogram& out) {
+std::string to_base64(const LatencyHistogram& h) { return base64_encode(encode_v2_compressed(h)); }
+void from_base64(std::string_view text, LatencyHistogram& out) {
   out.reset();
   decode(base64_decode(text), out);
 }
-inline LatencyHistogram from_base64(std::string_view text) {
+LatencyHistogram from_base64(std::string_view text) {
   LatencyHistogram h;
   from_base64(text, h);
   return h;
@@ -443,56 +421,34 @@ inline LatencyHistogram from_base64(std::string_view text) {
 
 // ---- interval logs (.hlog, "Histogram log format version 1.3") ------------------------------
 
-// Writes a log: the header at construction, then one line per interval:
-//   [Tag=<tag>,]<start s>,<length s>,<interval max / max_unit_ratio>,<base64 V2 compressed>
-// start is seconds relative to the StartTime in the header, as HdrHistogram's writer does;
-// Interval_Max is in milliseconds for ns values (max_unit_ratio 1e6, HdrHistogram's default).
-class HlogWriter {
- public:
-  explicit HlogWriter(std::ostream& out, double start_time_s = now_s(), double max_unit_ratio = 1e6)
-      : out_(out), ratio_(max_unit_ratio) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "#[StartTime: %.3f (seconds since epoch)]\n", start_time_s);
-    out_ << "#[Histogram log format version 1.3]\n" << buf;
-    out_ << "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n";
-  }
-  void comment(std::string_view text) { out_ << "#" << text << "\n"; }
-  // tag: empty or a word without ',', ' ' and newlines (HdrHistogram's rule).
-  void write(const LatencyHistogram& h, double start_s, double length_s, std::string_view tag = {}) {
-    if (tag.find_first_of(", \r\n") != std::string_view::npos)
-      detail::fail("an hlog tag may not contain ',', spaces or newlines");
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%.3f,%.3f,%.3f,", start_s, length_s, static_cast<double>(h.max()) / ratio_);
-    if (!tag.empty()) out_ << "Tag=" << tag << ',';
-    out_ << buf << to_base64(h) << '\n';
-    out_.flush();
-  }
-  static double now_s() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  }
+HlogWriter::HlogWriter(std::ostream& out, double start_time_s, double max_unit_ratio)
+    : out_(out), ratio_(max_unit_ratio) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "#[StartTime: %.3f (seconds since epoch)]\n", start_time_s);
+  out_ << "#[Histogram log format version 1.3]\n" << buf;
+  out_ << "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n";
+}
 
- private:
-  std::ostream& out_;
-  double ratio_;
-};
+void HlogWriter::comment(std::string_view text) { out_ << "#" << text << "\n"; }
 
-struct HlogInterval {
-  std::string tag;  // empty when the line has none
-  double start_s = 0;
-  double length_s = 0;
-  LatencyHistogram histogram;
-};
+void HlogWriter::write(const LatencyHistogram& h, double start_s, double length_s, std::string_view tag) {
+  if (tag.find_first_of(", \r\n") != std::string_view::npos)
+    detail::fail("an hlog tag may not contain ',', spaces or newlines");
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.3f,%.3f,%.3f,", start_s, length_s, static_cast<double>(h.max()) / ratio_);
+  if (!tag.empty()) out_ << "Tag=" << tag << ',';
+  out_ << buf << to_base64(h) << '\n';
+  out_.flush();
+}
 
-struct Hlog {
-  double start_time_s = std::numeric_limits<double>::quiet_NaN();  // #[StartTime: ...], if given
-  double base_time_s = std::numeric_limits<double>::quiet_NaN();   // #[BaseTime: ...], if given
-  std::vector<HlogInterval> intervals;
-};
+double HlogWriter::now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // Reads an interval log written by HlogWriter or by any HdrHistogram implementation. Throws
 // std::invalid_argument naming the line for a line that is neither a comment, the column header,
 // nor an interval.
-inline Hlog read_hlog(std::istream& in) {
+Hlog read_hlog(std::istream& in) {
   Hlog log;
   std::string line;
   std::size_t number = 0;
@@ -559,8 +515,8 @@ inline Hlog read_hlog(std::istream& in) {
 // microseconds by default), Percentile (a fraction), TotalCount and 1/(1-Percentile); percentile
 // steps halve the distance to 100% every ticks_per_half_distance lines; then the #[Mean ...],
 // #[Max ...] and #[Buckets ...] footer. HdrHistogram's plotter reads it.
-inline void write_hgrm(std::ostream& out, const LatencyHistogram& h, double value_unit_ratio = 1000.0,
-                       unsigned ticks_per_half_distance = 5) {
+void write_hgrm(std::ostream& out, const LatencyHistogram& h, double value_unit_ratio,
+                unsigned ticks_per_half_distance) {
   if (!(value_unit_ratio > 0)) detail::fail("value_unit_ratio must be > 0");
   if (ticks_per_half_distance == 0) detail::fail("ticks_per_half_distance must be > 0");
   char buf[160];
@@ -577,7 +533,8 @@ inline void write_hgrm(std::ostream& out, const LatencyHistogram& h, double valu
     };
     double p = 0;
     while (true) {
-      const std::uint64_t rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(p / 100.0 * n - 1e-9)));
+      const std::uint64_t rank =
+          std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(p / 100.0 * n - 1e-9)));
       bucket_for(rank);
       const double value =
           static_cast<double>(std::min(LatencyHistogram::highest_equivalent(index), h.max())) / value_unit_ratio;
