@@ -67,6 +67,7 @@ class SleepAwaiter {
   ~SleepAwaiter() {
     // A frame destroyed while suspended here: nobody may resume it; its task must not run.
     std::uint8_t s = kSuspended;
+    // (SP3) acq_rel: against finish()'s exchange (SP2): exactly one of them sees kSuspended.
     if (phase_.compare_exchange_strong(s, kAbandoned, std::memory_order_acq_rel)) {
       on_stop_.reset();
       future_.cancel();  // the callable, dropped, finds kAbandoned and touches nothing

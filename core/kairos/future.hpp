@@ -60,6 +60,7 @@ class ScheduledFuture {
         } else if constexpr (std::is_copy_constructible_v<T>) {
           return value();
         } else {
+          // (FU1) acq_rel: one taker of a move-only result; pairs with the other takers' (FU1).
           if (node_->state.fetch_or(detail::kMovedOut, std::memory_order_acq_rel) & detail::kMovedOut)
             throw std::future_error(std::future_errc::future_already_retrieved);
           return std::move(value());
@@ -119,11 +120,12 @@ class ScheduledFuture {
   bool cancel(bool may_interrupt_if_running = false) noexcept {
     return node_ && detail::cancel_task(node_, core_, may_interrupt_if_running);
   }
+  // (FU2) acquire: a done task's result, published by its completer (ST1), is visible.
   bool is_done() const noexcept {
     return node_ && detail::is_terminal(node_->state.load(std::memory_order_acquire));
   }
   bool is_cancelled() const noexcept {
-    return node_ && (node_->state.load(std::memory_order_acquire) & detail::kStateMask) == detail::kCancelled;
+    return node_ && (node_->state.load(std::memory_order_acquire) & detail::kStateMask) == detail::kCancelled;  // (FU2)
   }
   bool is_periodic() const noexcept { return node_ && node_->periodic(); }
 

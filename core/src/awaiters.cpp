@@ -11,9 +11,10 @@
 //         the link (AW1) happens-before the completer's wake, which locks the bucket after the
 //         registrar unlocked it and finds the record.
 //   (AW3) the completer: transition() (detail/task.hpp) for kNormal / kExceptional, and for
-//         kCancelled whoever lets go of the task with no kairos lock held: cancel_task,
-//         drop_orphan, run_orphan (task_lifecycle.cpp), Shard::bury and discard_oldest's victim
-//         (shard.cpp). Each checks kAwaited in a state it read at or after its terminal CAS.
+//         kCancelled whoever lets go of the task with no kairos lock held: cancel_task
+//         (shard_cancel.cpp), drop_orphan, run_orphan (task_lifecycle.cpp), Shard::bury
+//         (shard.cpp) and discard_oldest's victim (shard_retire.cpp). Each checks kAwaited in a
+//         state it read at or after its terminal CAS.
 //   (AW4) the waker unlinks every record of its node under the bucket lock and resumes each one
 //         after unlocking. A record is resumed by whoever unlinks it, and it is unlinked once:
 //         by a waker, or by the registrar that found the task already terminal at (AW2) (then
@@ -30,15 +31,18 @@
 
 #include <kairos/detail/await_table.hpp>
 
+#include "cache_line.hpp"
+
 namespace kairos::detail {
 namespace {
 
 constexpr std::size_t kBuckets = 64;
 
-struct alignas(64) Bucket {
+struct alignas(kCacheLine) Bucket {
   std::mutex mu;
   AwaitRecord* head = nullptr;
 };
+static_assert(sizeof(Bucket) == kCacheLine, "one bucket, one line");
 
 std::array<Bucket, kBuckets>& buckets() noexcept {
   static std::array<Bucket, kBuckets> b;

@@ -16,7 +16,9 @@
 
 namespace kairos::detail {
 
-enum RunState : int { kRunningState = 0, kShutdown = 1, kStop = 2, kTerminated = 3 };
+// The scheduler's lifecycle, in order (later states compare greater): running; shutdown() called;
+// shutdown_now() called (its tasks taken or being taken); every thread (or poller) gone.
+enum class RunState : int { kActive = 0, kShutdown = 1, kShutdownNow = 2, kTerminated = 3 };
 
 struct EngineState {
   EngineState(const Options& o, ManualClock* clock)
@@ -31,9 +33,9 @@ struct EngineState {
 
   const Options opt;
   ManualClock* const manual;
-  // seq_cst where it is one side of a Dekker pair: a submission racing shutdown (engine.cpp).
-  std::atomic<int> run_state{kRunningState};
-  std::atomic<bool> remove_on_cancel;
+  // seq_cst where it is one side of a Dekker pair: a submission racing shutdown (RS1/RS2, engine.cpp).
+  std::atomic<RunState> run_state{RunState::kActive};
+  std::atomic<bool> remove_on_cancel;  // the policies: set with release (PO1), read acquire (PO2)
   std::atomic<bool> exec_delayed;
   std::atomic<bool> continue_periodic;
   const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught;
@@ -41,7 +43,7 @@ struct EngineState {
   const std::unique_ptr<LoopWake> loop_wake;  // poll mode: the loop's wake fd and on_wake
 
   std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
-  int state() const noexcept { return run_state.load(std::memory_order_seq_cst); }
+  RunState state() const noexcept { return run_state.load(std::memory_order_seq_cst); }  // (RS3)
 };
 
 // Runs `handler` (stderr if empty) with `e`; an exception from the handler is dropped.

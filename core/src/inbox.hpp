@@ -1,15 +1,15 @@
 // inbox.hpp: a shard's MPSC inbox: the producer half (take a sequence number, enqueue) and the
 // leader half (drain in bulk, confirm FIFO order, count). Header-only: submit stays inline.
-// Threads: take_seq/push/post_remove/abandon: any thread, lock-free (one moodycamel producer
+// Threads: take_seq/push/post/abandon: any thread, lock-free (one moodycamel producer
 //          token per thread, producer_tokens.hpp). drain/drain_all: whoever holds the shard lock.
 //
-// FIFO across producers (edges I1-I4). The seq is a fetch_add on next_seq_ (I1), so a submission
+// FIFO across producers (edges IN1-IN3). The seq is a fetch_add on next_seq_ (IN1), so a submission
 // that returned before another started has the smaller seq. moodycamel orders items of one
 // producer only, and one pass over its sub-queues can miss A's item yet see B's (A happened
 // before B). But once B's item was seen, any later *complete* pass (try_dequeue_bulk returning
 // less than asked: it visited every sub-queue) sees A's. So drained submissions wait in
 // `unconfirmed_` until a complete pass has started after they were seen; only then does the
-// leader accept them into its timer queue, where they may fire.
+// leader take them into its timer queue, where they may fire.
 //
 // Counts. next_seq_ (sequence numbers taken) - abandoned_ (taken, never enqueued: no memory) is
 // the number of submissions; drained_ of them reached the leader. Remove requests: posted_
@@ -28,6 +28,8 @@
 #include <concurrentqueue.h>
 
 #include <kairos/detail/task.hpp>
+
+#include "cache_line.hpp"
 
 #include "producer_tokens.hpp"
 
@@ -49,35 +51,40 @@ class Inbox {
   }
 
   // -- producers -----------------------------------------------------------------------------
-  // (I1) seq_cst: FIFO (above) and the leader's half of the wait protocol (leader_wait.hpp).
+  // (IN1) seq_cst: FIFO (above) and the producer's half of the wait protocol: pairs with the
+  // count read (IN5) and the wait's arm (LW2, leader_wait.hpp).
   std::uint64_t take_seq() noexcept { return next_seq_.fetch_add(1, std::memory_order_seq_cst); }
-  // (I2) release inside moodycamel: publishes t's fields; pairs with the dequeue (I3).
-  bool push(TaskBase* t) noexcept {
+  // (IN2) release inside moodycamel: publishes t's fields; pairs with the dequeue (IN3).
+  [[nodiscard]] bool push(TaskBase* t) noexcept {
     try {
       return queue_.enqueue(tokens_.for_this_thread(), t);
     } catch (...) {  // the thread's first token could not be made
       return false;
     }
   }
-  // A seq taken by a submission that could not be enqueued. seq_cst: drain_all() reads it.
+  // A seq taken by a submission that could not be enqueued (or by a re-arm, after its request).
+  // (IN4) seq_cst: pairs with the count read (IN5): a count that sees the seq (IN1) waits for it.
   void abandon() noexcept { abandoned_.fetch_add(1, std::memory_order_seq_cst); }
   // A request about t (kRemoveTag or kRefileTag; the caller holds a reference for it). False if
   // it could not be sent.
-  bool post(TaskBase* t, std::uintptr_t tag) noexcept {
-    posted_.fetch_add(1, std::memory_order_seq_cst);  // before the item: drain_all waits for it
+  [[nodiscard]] bool post(TaskBase* t, std::uintptr_t tag) noexcept {
+    // (IN6) seq_cst, before the item: pairs with removes_sent (IN7): drain_all waits for it.
+    posted_.fetch_add(1, std::memory_order_seq_cst);
     if (push(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) | tag))) return true;
-    lost_.fetch_add(1, std::memory_order_seq_cst);
+    lost_.fetch_add(1, std::memory_order_seq_cst);  // (IN6) as above: the post is undone
     return false;
   }
 
   // -- counts (any thread) -------------------------------------------------------------------
-  // seq_cst: the leader's count read of the wait protocol (pairs with I1).
+  // (IN5) seq_cst: the leader's count read of the wait protocol (pairs with IN1 and IN4).
   std::uint64_t submitted() const noexcept {
     return next_seq_.load(std::memory_order_seq_cst) - abandoned_.load(std::memory_order_seq_cst);
   }
+  // (IN8) acquire loads of the seq and abandon counts (pending counts, drain_through's bound):
+  // pair with IN1 and IN4.
   std::uint64_t seqs_taken() const noexcept { return next_seq_.load(std::memory_order_acquire); }
   std::uint64_t abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
-  std::uint64_t removes_sent() const noexcept {
+  std::uint64_t removes_sent() const noexcept {  // (IN7) seq_cst, pairs with (IN6)
     return posted_.load(std::memory_order_seq_cst) - lost_.load(std::memory_order_seq_cst);
   }
   // Written under the shard lock; atomic so that readers without it get a (stale) value.
@@ -86,10 +93,10 @@ class Inbox {
 
   // -- the leader (shard lock held) ----------------------------------------------------------
   // Up to kMaxPasses bulk passes. Requests go to request(t, tag) at once; submissions go to
-  // accept(span) once confirmed (see FIFO), in seq order per producer, a confirmed batch at a
+  // take_in(span) once confirmed (see FIFO), in seq order per producer, a confirmed batch at a
   // time (never empty). True if anything arrived.
-  template <class Accept, class Request>
-  bool drain(Accept&& accept, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk) {
+  template <class TakeIn, class Request>
+  bool drain(TakeIn&& take_in, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk) {
     TaskBase** buf = pass_buffer_.get();
     bool any = false;
     for (int pass = 0; pass < max_passes; ++pass) {
@@ -98,8 +105,8 @@ class Inbox {
       // Room for this pass in unconfirmed_: it grows only under a flood that fills every pass
       // for more than kMaxPasses passes in a row, and not at all when memory is short.
       if (unconfirmed_.size() + chunk > unconfirmed_.capacity() && !grow_unconfirmed()) break;
-      std::size_t n = queue_.try_dequeue_bulk(buf, chunk);  // (I3) acquire inside moodycamel
-      if (n < chunk) confirm(accept);  // a complete pass: what was seen before it is confirmed
+      std::size_t n = queue_.try_dequeue_bulk(buf, chunk);  // (IN3) acquire inside moodycamel, pairs with (IN2)
+      if (n < chunk) confirm(take_in);  // a complete pass: what was seen before it is confirmed
       for (std::size_t i = 0; i < n; ++i) {
         auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
         if (bits & kTags) {
@@ -117,11 +124,11 @@ class Inbox {
   }
   // Drains until every submission and remove request counted so far has arrived and been
   // confirmed (a submission between its seq and its enqueue is waited for: a few instructions).
-  // False if it stopped early because taking in was refused (accept_refused()).
-  template <class Accept, class Request>
-  bool drain_all(Accept&& accept, Request&& request) {
+  // False if it stopped early because taking in was refused (take_in_refused()).
+  template <class TakeIn, class Request>
+  bool drain_all(TakeIn&& take_in, Request&& request) {
     for (int i = 0;; ++i) {
-      drain(accept, request);
+      drain(take_in, request);
       if (unconfirmed_.empty() && drained() == submitted() && removes_done() == removes_sent()) return true;
       if (refused_) return false;  // the timer queue cannot take them in: memory is short
       if (i > 64) std::this_thread::yield();
@@ -132,14 +139,14 @@ class Inbox {
   // and been confirmed; later submissions may arrive too, but are not waited for. Under steady
   // producers this ends: draining "until empty" would not. What the poller and next_deadline()
   // need (a submission that returned before the call is taken into account by it).
-  template <class Accept, class Request>
-  void drain_through(std::uint64_t counted, std::uint64_t seq_bound, Accept&& accept, Request&& request) {
+  template <class TakeIn, class Request>
+  void drain_through(std::uint64_t counted, std::uint64_t seq_bound, TakeIn&& take_in, Request&& request) {
     // First an ordinary drain (the common case: it takes everything in). Then wide passes: a pass
     // confirms only if it comes back short, and under producers nearly as fast as this drain a
     // 256-item pass rarely does; a 4,096-item one does.
     for (int i = 0;; ++i) {
-      if (i == 0) drain(accept, request);
-      else drain(accept, request, kMaxPasses / 8, kWideChunk);
+      if (i == 0) drain(take_in, request);
+      else drain(take_in, request, kMaxPasses / 8, kWideChunk);
       if (drained() >= std::min(counted, submitted()) && !holds_unconfirmed_before(seq_bound)) return;
       if (refused_) return;  // the timer queue cannot take them in: memory is short
       if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue
@@ -147,9 +154,9 @@ class Inbox {
   }
   // The leader must drain again before it waits: items seen but not yet confirmed.
   bool has_unconfirmed() const noexcept { return !unconfirmed_.empty(); }
-  // The last confirm could not hand over every confirmed item (Shard::accept_all: the timer
+  // The last confirm could not hand over every confirmed item (Shard::take_in_all: the timer
   // queue could not grow). They wait here; the leader retries after a pause, not at once.
-  bool accept_refused() const noexcept { return refused_; }
+  bool take_in_refused() const noexcept { return refused_; }
   std::size_t unconfirmed_count() const noexcept { return unconfirmed_.size(); }
   // Hands every item still here to fn, in order, and forgets them (shutdown_now, settling: they
   // leave without the timer queue).
@@ -169,13 +176,13 @@ class Inbox {
  private:
   static constexpr std::size_t kInitialCapacity = 1024;
 
-  // accept(span) returns how many of the span's first tasks it took in; the rest (the timer
-  // queue could not grow: Shard::accept_all) stay here, confirmed, at the front, and are offered
+  // take_in(span) returns how many of the span's first tasks it took in; the rest (the timer
+  // queue could not grow: Shard::take_in_all) stay here, confirmed, at the front, and are offered
   // again, in order, by the next confirm.
-  template <class Accept>
-  void confirm(Accept& accept) {
+  template <class TakeIn>
+  void confirm(TakeIn& take_in) {
     if (unconfirmed_.empty()) return;
-    std::size_t taken = accept(std::span<TaskBase* const>(unconfirmed_));
+    std::size_t taken = take_in(std::span<TaskBase* const>(unconfirmed_));
     refused_ = taken < unconfirmed_.size();
     unconfirmed_.erase(unconfirmed_.begin(), unconfirmed_.begin() + static_cast<std::ptrdiff_t>(taken));
   }
@@ -192,19 +199,21 @@ class Inbox {
   }
 
   // -- written by producers (one line) ---------------------------------------------------------
-  alignas(64) std::atomic<std::uint64_t> next_seq_{0};
+  alignas(kCacheLine) std::atomic<std::uint64_t> next_seq_{0};
   std::atomic<std::uint64_t> abandoned_{0};
   // -- written by cancellers -----------------------------------------------------------------
-  alignas(64) std::atomic<std::uint64_t> posted_{0};
+  alignas(kCacheLine) std::atomic<std::uint64_t> posted_{0};
   std::atomic<std::uint64_t> lost_{0};
   // -- the queue, then the leader's side ------------------------------------------------------
-  alignas(64) moodycamel::ConcurrentQueue<TaskBase*> queue_;
+  alignas(kCacheLine) moodycamel::ConcurrentQueue<TaskBase*> queue_;
   ProducerTokens tokens_;  // after queue_: destroyed first
-  alignas(64) std::atomic<std::uint64_t> drained_{0};
+  alignas(kCacheLine) std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> done_{0};
   std::vector<TaskBase*> unconfirmed_;
   std::unique_ptr<TaskBase*[]> pass_buffer_;  // one pass's items (kWideChunk: drain_through's)
-  bool refused_ = false;  // see accept_refused()
+  bool refused_ = false;  // see take_in_refused()
 };
+// Producers' counters, the requests' counters, the queue and the leader's counters: four lines apart.
+static_assert(alignof(Inbox) == kCacheLine);
 
 }  // namespace kairos::detail

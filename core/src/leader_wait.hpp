@@ -1,30 +1,30 @@
 // leader_wait.hpp: how a shard's leader waits for its next deadline without losing a wake-up.
-// Threads: arm/disarm/sleep_until/spin_until: the shard's leader only. notify_earlier/kick: any
+// Threads: arm/disarm/sleep_until/spin_until: the shard's leader only. notify_earlier/wake: any
 //          thread (producers, cancellers, lifecycle calls).
 //
 // The protocol (edges numbered; each names its partner):
 //   Leader, going to wait for deadline D:
-//     w = wake_word (W0, read before it looks at the clock, the inbox or its queue: a kick after
-//     W0 ends the wait at once); armed = D (W1, seq_cst); then it checks the inbox's submission count
+//     w = wake_word (LW1, read before it looks at the clock, the inbox or its queue: a wake-up after
+//     LW1 ends the wait at once); armed = D (LW2, seq_cst); then it checks the inbox's submission count
 //     (Inbox::submitted, seq_cst) and takes every submission counted there into account before
 //     it waits (it drains until it has them). It waits while wake_word == w: a futex sleep
-//     (sleeping = true (S1), re-read wake_word (S2), FUTEX_WAIT on w), or a spin that reads only
+//     (sleeping = true (LW5), re-read wake_word (LW6), FUTEX_WAIT on w), or a spin that reads only
 //     wake_word and the clock: never a line that producers write on every submission.
-//   Producer of a task due at d (after its seq fetch_add (I1 in inbox.hpp) and its enqueue):
-//     a = armed (N1, seq_cst); if d < a, CAS armed -> kAwake (N2) and kick: wake_word += 1 (K1,
-//     seq_cst), then if sleeping (K2, seq_cst), FUTEX_WAKE.
+//   Producer of a task due at d (after its seq fetch_add (IN1 in inbox.hpp) and its enqueue):
+//     a = armed (LW3, seq_cst); if d < a, CAS armed -> kAwake (LW4) and wake(): wake_word += 1 (LW7,
+//     seq_cst), then if sleeping (LW8, seq_cst), FUTEX_WAKE.
 //   Why nothing is lost. In the single order S of seq_cst operations, either the leader's count
-//     read (after W1) sees the producer's I1 — then the leader drains that task before it waits —
-//     or I1 comes after the count read, so N1 (after I1) comes after W1 and reads D (or a later
-//     value): the producer of an earlier task wins N2 and kicks. K1/K2 against S1/S2: the leader
-//     sets sleeping before re-reading wake_word, the kicker bumps wake_word before reading
-//     sleeping; both seq_cst, so either the leader sees the bump (does not sleep) or the kicker
+//     read (after LW2) sees the producer's IN1 — then the leader drains that task before it waits —
+//     or IN1 comes after the count read, so LW3 (after IN1) comes after LW2 and reads D (or a later
+//     value): the producer of an earlier task wins LW4 and wakes it. LW7/LW8 against LW5/LW6: the leader
+//     sets sleeping before re-reading wake_word, the waker bumps wake_word before reading
+//     sleeping; both seq_cst, so either the leader sees the bump (does not sleep) or the waker
 //     sees sleeping (wakes it); FUTEX_WAIT itself re-checks the word atomically.
-//   Only the producer that wins N2 makes a system call; every other submission costs one load.
+//   Only the producer that wins LW4 makes a system call; every other submission costs one load.
 //
-// Poll mode. Nobody sleeps here; the owner's loop arms this wait through next_deadline() (LW1 in
-// Shard::earliest_deadline, the same W1 store and count read), and the producer that wins N2
-// signals the loop's LoopWake (loop_wake.hpp) besides the kick: the same argument, with the
+// Poll mode. Nobody sleeps here; the owner's loop arms this wait through next_deadline() (WF1 in
+// Shard::earliest_deadline, the same LW2 store and count read), and the producer that wins LW4
+// signals the loop's LoopWake (loop_wake.hpp) besides the wake(): the same argument, with the
 // loop's sleep in epoll/poll on the wake fd in place of the futex.
 #pragma once
 #include <atomic>
@@ -33,6 +33,7 @@
 #include <kairos/detail/futex.hpp>
 #include <kairos/duration.hpp>
 
+#include "cache_line.hpp"
 #include "loop_wake.hpp"
 #include "threads.hpp"
 
@@ -43,43 +44,45 @@ inline constexpr std::int64_t kAwake = kMinNs;  // `armed` while the leader is n
 class LeaderWait {
  public:
   // -- leader ------------------------------------------------------------------------------
-  std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // W0
-  void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // W1
+  std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // LW1
+  void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // LW2
   void disarm() noexcept { armed_.store(kAwake, std::memory_order_seq_cst); }
   // Poll mode, several shards: the loop sleeps until the earliest of their deadlines, so each
   // shard's arm comes down to it (never up, and not once a wake was signalled: kAwake). Lowering
-  // keeps the argument above: a producer then wins N2 for fewer deadlines, never for fewer of
+  // keeps the argument above: a producer then wins LW4 for fewer deadlines, never for fewer of
   // those earlier than the loop's.
   void lower(std::int64_t deadline) noexcept {
     std::int64_t a = armed_.load(std::memory_order_seq_cst);
+    // (LW9) seq_cst, as the arm it lowers (LW2): a producer's LW3 sees the lower value or wins LW4.
     while (a != kAwake && deadline < a && !armed_.compare_exchange_weak(a, deadline, std::memory_order_seq_cst)) {
     }
   }
   // Futex sleep while wake_word == w, until `deadline` (CLOCK_MONOTONIC ns; < 0: none).
   // Returns true iff the deadline passed.
   bool sleep_until(std::uint32_t w, std::int64_t deadline) noexcept {
-    sleeping_.store(true, std::memory_order_seq_cst);  // (S1) pairs with (K2)
+    sleeping_.store(true, std::memory_order_seq_cst);  // (LW5) pairs with (LW8)
     bool timed_out = false;
-    if (wake_word_.load(std::memory_order_seq_cst) == w)  // (S2) pairs with (K1)
+    if (wake_word_.load(std::memory_order_seq_cst) == w)  // (LW6) pairs with (LW7)
       timed_out = !futex_wait(&wake_word_, w, deadline);
-    sleeping_.store(false, std::memory_order_relaxed);  // relaxed: only saves a kicker's syscall
+    sleeping_.store(false, std::memory_order_relaxed);  // relaxed: only saves a waker's syscall
     return timed_out;
   }
   // Spins while wake_word == w and the steady clock is before `deadline`.
   void spin_until(std::uint32_t w, std::int64_t deadline) noexcept {
-    // acquire: a kick also publishes what the kicker did before it (a re-queued task, a state).
+    // (LW10) acquire, pairs with (LW7): a wake() also publishes what the waker did before it (a
+    // re-queued task, a state).
     while (wake_word_.load(std::memory_order_acquire) == w && steady_now_ns() < deadline) cpu_relax();
   }
 
   // -- any thread ----------------------------------------------------------------------------
   // Wakes the leader if it waits for a later deadline than `deadline` (see the protocol).
   void notify_earlier(std::int64_t deadline) noexcept {
-    std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (N1) pairs with (W1)
+    std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (LW3) pairs with (LW2)
     // kMaxNs: the leader waits with no deadline (nothing queued, or only never-due tasks); any
     // task wakes it, also one due at the end of a ManualClock's time.
     while (deadline < a || a == kMaxNs) {
-      if (armed_.compare_exchange_weak(a, kAwake, std::memory_order_seq_cst)) {  // (N2)
-        kick();
+      if (armed_.compare_exchange_weak(a, kAwake, std::memory_order_seq_cst)) {  // (LW4)
+        wake();
         if (loop_wake_ != nullptr) {  // poll mode: the owner's loop sleeps, not a leader
           loop_wakes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
           loop_wake_->signal();
@@ -92,17 +95,19 @@ class LeaderWait {
   void set_loop_wake(LoopWake* w) noexcept { loop_wake_ = w; }
   std::uint64_t loop_wakes() const noexcept { return loop_wakes_.load(std::memory_order_relaxed); }
   // Makes the leader re-examine everything (time moved, state changed, the inbox filled up).
-  void kick() noexcept {
-    wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (K1) pairs with (S2)
-    if (sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(&wake_word_);  // (K2) with (S1)
+  void wake() noexcept {
+    wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (LW7) pairs with (LW6)
+    if (sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(&wake_word_);  // (LW8) with (LW5)
   }
 
  private:
-  alignas(64) std::atomic<std::int64_t> armed_{kAwake};
+  alignas(kCacheLine) std::atomic<std::int64_t> armed_{kAwake};
   std::atomic<std::uint32_t> wake_word_{0};
   std::atomic<bool> sleeping_{false};
   LoopWake* loop_wake_ = nullptr;  // read-only once producers run
   std::atomic<std::uint64_t> loop_wakes_{0};
 };
+// The wait's words start a line of their own: no neighbour's writes disturb a spinning leader.
+static_assert(alignof(LeaderWait) == kCacheLine);
 
 }  // namespace kairos::detail

@@ -27,7 +27,7 @@ void LoopWake::signal() noexcept {
   // EAGAIN only when the counter would overflow (2^64 - 2 unread signals): readable already.
   while (::write(fd_, &one, sizeof one) < 0 && errno == EINTR) {
   }
-  signalled_.fetch_add(1, std::memory_order_release);  // (LW2) after the write; pairs with (LW3)
+  signalled_.fetch_add(1, std::memory_order_release);  // (WF2) after the write; pairs with (WF3)
   if (on_wake_) {
     try {
       on_wake_();
@@ -38,7 +38,7 @@ void LoopWake::signal() noexcept {
 }
 
 void LoopWake::consume() noexcept {
-  const std::uint64_t seen = signalled_.load(std::memory_order_acquire);  // (LW3) pairs with (LW2)
+  const std::uint64_t seen = signalled_.load(std::memory_order_acquire);  // (WF3) pairs with (WF2)
   if (seen == consumed_.load(std::memory_order_relaxed)) return;          // not woken: no syscall
   std::uint64_t count;
   while (::read(fd_, &count, sizeof count) < 0 && errno == EINTR) {

@@ -5,14 +5,14 @@
 //
 // What it is. One eventfd per scheduler, created at construction in poll mode, and the user's
 // callback. Which submissions signal is decided elsewhere: the loop arms every shard's
-// LeaderWait at the deadline next_deadline() returns (LW1, the W1 of leader_wait.hpp, in
-// Shard::earliest_deadline), and a producer that wins that wait's N2 CAS signals here once. The
-// N2 CAS turns `armed` to kAwake, so there is at most one signal per arm, whatever the number of
+// LeaderWait at the deadline next_deadline() returns (WF1, the LW2 of leader_wait.hpp, in
+// Shard::earliest_deadline), and a producer that wins that wait's LW4 CAS signals here once. The
+// LW4 CAS turns `armed` to kAwake, so there is at most one signal per arm, whatever the number of
 // producers: a wake costs the one producer that wins it a write(2) (and the callback); every
-// other submission, one load (N1).
+// other submission, one load (LW3).
 //
-// The counter pair. signalled_ counts signals, bumped after the eventfd write (LW2, release);
-// consume() reads it (LW3, acquire, pairs with LW2: a count it sees is a write already in the
+// The counter pair. signalled_ counts signals, bumped after the eventfd write (WF2, release);
+// consume() reads it (WF3, acquire, pairs with WF2: a count it sees is a write already in the
 // fd) and reads the fd back to 0 only when the count moved since it last looked, so a loop that
 // asks for its next deadline without having been woken makes no system call. A signal of an
 // older arm that writes after consume() read the count leaves the fd readable: one spurious
@@ -24,6 +24,8 @@
 #include <exception>
 #include <functional>
 #include <memory>
+
+#include "cache_line.hpp"
 
 namespace kairos::detail {
 
@@ -48,8 +50,10 @@ class LoopWake {
   int fd_ = -1;
   const std::function<void()> on_wake_;
   const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught_;
-  alignas(64) std::atomic<std::uint64_t> signalled_{0};
-  alignas(64) std::atomic<std::uint64_t> consumed_{0};  // the count consume() last acted on
+  alignas(kCacheLine) std::atomic<std::uint64_t> signalled_{0};
+  alignas(kCacheLine) std::atomic<std::uint64_t> consumed_{0};  // the count consume() last acted on
 };
+// The signallers' counter and the loop's do not share a line.
+static_assert(alignof(LoopWake) == kCacheLine);
 
 }  // namespace kairos::detail

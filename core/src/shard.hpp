@@ -1,26 +1,20 @@
 // shard.hpp: one shard of a scheduler: its inbox, its timer queue, its leader/follower threads.
 //
-// Data path (one direction): producer --publish--> Inbox --drain (leader, lazily)--> accept -->
+// Data path (one direction): producer --publish--> Inbox --drain (leader, lazily)--> take_in -->
 //   TimerQueue --pop due (leader)--> batch --run (no lock)--> after_run --> re-queue or bury.
+// The protocols, one file each, are listed at the top of shard.cpp; this header holds the
+// producers' half (publish, the pending count) because it is inline on every submission.
 //
-// Lazy draining. The leader never chases producers: it drains when it wakes — for a deadline,
-// for a submission due before the deadline it waits for (leader_wait.hpp), when the inbox
-// passes kDrainEvery items, or when a lifecycle call (wait_idle, stats, shutdown, a policy
-// setter, discard_oldest) asks. An awake leader reads no line that producers write per
-// submission except once per wait (the count read of the wait protocol).
-//
-// Cancel without a second message. A task the leader has not accepted (no kQueued) is cancelled
-// by its state word alone; the leader drops the node when it drains it. Only a cancel that sees
-// kQueued posts a remove request, and only under remove-on-cancel.
-//
-// Locks. `mu_` guards the timer queue, the batches (staged_), and the fields marked below.
-// Producers and cancellers never take it. No user code runs under it: a task reference or a
-// callable that must go while mu_ is held is put in graveyard_, and buried (released) by the
-// thread that holds mu_ right after it unlocks.
-//
-// Counting (queue_size, capacity): pending = submitted - removes_requested - out. Submitted and
-// removes_requested move when submit()/cancel() return; out counts the tasks that left
-// otherwise (started, dropped, cancelled by a policy; a periodic re-queue counts back in).
+// Counting (queue_size, capacity): pending = submitted - removes_requested - departed.
+// Submitted and removes_requested move when submit()/cancel() return; departed counts the tasks
+// that left otherwise (started, dropped, cancelled by a policy; a periodic re-queue counts back
+// in). Edges:
+//   (CT1) count_departed: fetch_add release -> pairs with (CT2): a producer that sees this count
+//         sees the task gone, with what its leaving published.
+//   (CT2) pending_of: acquire loads of removes_requested_ and departed_; pair with (CT1) and the
+//         canceller's (CN4, shard_cancel.cpp).
+//   (CT3) admitted_ (Options::capacity): acq_rel RMWs; admissions are one total order, so two
+//         producers cannot both take the last place (try_admit, admit_unchecked, publish's undo).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -28,6 +22,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
@@ -35,6 +30,8 @@
 #include <kairos/stats.hpp>
 
 #include "batch_clock.hpp"
+#include "cache_line.hpp"
+#include "dcheck.hpp"
 #include "engine_state.hpp"
 #include "inbox.hpp"
 #include "leader_wait.hpp"
@@ -43,11 +40,27 @@
 
 namespace kairos::detail {
 
+// A task is due once the clock reaches its deadline, unless its deadline lies past the clock's
+// range (never due: hours::max(), a saturated period), even on a ManualClock at its end.
+inline bool is_due(const TaskBase* t, std::int64_t now) noexcept {
+  return t->deadline <= now && !t->never_due();
+}
+
+// (CN3) acquire, pairs with the canceller's pin-clearing release (CN2, shard_cancel.cpp): once
+// the pin is clear, the canceller is out of this shard and its kRemoved is visible.
+inline void wait_unpinned(TaskBase* t) noexcept {
+  // The pin is held for a few instructions (counting, one enqueue); spin, then yield.
+  for (int i = 0; t->state.load(std::memory_order_acquire) & kPin; ++i) {  // (CN3)
+    if (i < 1000) cpu_relax();
+    else std::this_thread::yield();
+  }
+}
+
 class Shard {
  public:
   static constexpr std::uint64_t kDrainEvery = 8192;  // inbox high-water mark (power of two)
   static constexpr std::size_t kMaxBatch = 64;        // due tasks one leader takes at once
-  static constexpr std::int64_t kRetryAcceptNs = 1'000'000;  // after the queue could not grow
+  static constexpr std::int64_t kRetryTakeInNs = 1'000'000;  // after the queue could not grow
   static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the
                                                              // next deadline is further away
 
@@ -62,23 +75,23 @@ class Shard {
   // ends, counts for a moment. With one: admitted_, which re-arms never touch, so that the
   // capacity check counts what is pending and nothing in flight.
   std::int64_t pending() const noexcept {
-    return pending_of(engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)
+    return pending_of(engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)  // (CT3)
                                                 : inbox_.seqs_taken() - inbox_.abandoned());
   }
   // Options::capacity: counts one more pending task unless `cap` are pending already.
-  bool try_admit(std::size_t cap) noexcept {
-    std::uint64_t a = admitted_.load(std::memory_order_acquire);
+  [[nodiscard]] bool try_admit(std::size_t cap) noexcept {
+    std::uint64_t a = admitted_.load(std::memory_order_acquire);  // (CT3)
     for (;;) {
       std::int64_t p = pending_of(a);
       if (p >= 0 && static_cast<std::uint64_t>(p) >= cap) return false;
-      // (CN3) acq_rel: admissions are one total order, so two producers cannot both take the
+      // (CT3) acq_rel: admissions are one total order, so two producers cannot both take the
       // last place.
       if (admitted_.compare_exchange_weak(a, a + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
     }
   }
   // A periodic task's next run re-enters from the caller (caller_runs): counted, never refused.
   void admit_unchecked() noexcept {
-    if (engine_.opt.capacity != 0) admitted_.fetch_add(1, std::memory_order_acq_rel);  // (CN3)
+    if (engine_.opt.capacity != 0) admitted_.fetch_add(1, std::memory_order_acq_rel);  // (CT3)
   }
 
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
@@ -95,24 +108,24 @@ class Shard {
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
     if (!inbox_.push(t)) {
       inbox_.abandon();
-      if (engine_.opt.capacity != 0) admitted_.fetch_sub(1, std::memory_order_acq_rel);  // (CN3)
-      wait_.kick();  // drain_all() may be waiting for this seq
+      if (engine_.opt.capacity != 0) admitted_.fetch_sub(1, std::memory_order_acq_rel);  // (CT3)
+      wait_.wake();  // drain_all() may be waiting for this seq
       release(t);
       throw std::bad_alloc();
     }
     wait_.notify_earlier(never ? kMaxNs : deadline);
-    if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) wait_.kick();  // high-water: drain in bulk
+    if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) wait_.wake();  // high-water: drain in bulk
   }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
-  // The canceller's half (SchedulerCore::on_cancelled): t is kCancelled|kPin.
+  // The canceller's half (SchedulerCore::on_cancelled, shard_cancel.cpp): t is kCancelled|kPin.
   void on_cancelled(TaskBase* t, bool queued) noexcept;
-  // The re-armer's half (SchedulerCore::rearm_locked): t is held in kRearming.
+  // The re-armer's half (SchedulerCore::rearm_locked, shard_rearm.cpp): t is held in kRearming.
   void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept;
 
   // ---- the shard's threads -------------------------------------------------------------------
-  void add_thread();       // before a thread starts (index = the count before)
+  void add_thread();       // before a thread starts (index = the count before; shard_retire.cpp)
   void thread_not_started() noexcept;
-  void run_worker(unsigned index);  // a worker thread's life; returns when it must exit
+  void run_worker(unsigned index);  // a worker thread's life; returns when it must exit (shard_leader.cpp)
 
   // ---- poll mode (shard_poll.cpp): the owner's thread is the shard's one runner ---------------
   // Runs the tasks due at `now` inline, at most `limit` taken from the queue; returns how many
@@ -126,16 +139,16 @@ class Shard {
   std::int64_t earliest_deadline();
   void lower_wake(std::int64_t deadline) noexcept { wait_.lower(deadline); }
 
-  // ---- lifecycle calls: any thread; each takes mu_ ----------------------------------------------
+  // ---- lifecycle calls: any thread; each takes mu_ (shard_retire.cpp, shard.cpp) ---------------
   void after_racing_shutdown();      // a submission that saw shutdown only after its enqueue
-  bool make_room();                  // discard_oldest: cancels the earliest pending task
+  [[nodiscard]] bool make_room();    // discard_oldest: cancels the earliest pending task
   void apply_shutdown();             // shutdown(), and a policy turned off after it
   void take_pending(std::vector<TaskBase*>& orphans);  // shutdown_now()
   void cancel_pending_in_place() noexcept;            // the destructor, out of memory
   void settle_if_dead();             // the destructor, after the threads are gone
-  bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now);  // wait_idle()
+  [[nodiscard]] bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now);  // wait_idle()
   ShardStats stats() const;
-  void kick() noexcept { wait_.kick(); }
+  void wake_leader() noexcept { wait_.wake(); }  // the leader re-examines its state and queue
   void notify_state_changed();       // lifecycle: re-examine must_exit
   std::size_t purge();              // purge(): drops retained cancelled tasks (shard_hooks.cpp)
   unsigned active() const;           // threads of this shard holding a batch (active_count)
@@ -155,26 +168,47 @@ class Shard {
   // Graveyard entries: the task pointer, low bit set if its callable must be destroyed too.
   static constexpr std::uintptr_t kDropCallable = 1;
 
+  // A function taking `Lock& lk` needs mu_ held by that lock (checked: KAIROS_DCHECK).
+  // shard_leader.cpp, in the order of the data path:
   std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave);
-  void wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
-  bool arm_and_check(std::int64_t deadline);
-  std::size_t pop_due(std::int64_t now, Slot* batch, std::size_t max);
-  bool must_exit() const noexcept;
+  bool must_exit(Lock& lk) const noexcept;
   bool inbox_settled() const noexcept;
-  void drain();
-  bool drain_all();  // false: stopped early, the timer queue could not grow (inbox.hpp)
-  void drain_through(std::uint64_t counted, std::uint64_t seq_bound);
-  std::int64_t effective_earliest();
-  std::size_t accept_all(std::span<TaskBase* const> confirmed);
-  bool reserve_graveyard(std::size_t more) noexcept;
-  void accept(TaskBase* t);
-  void request(TaskBase* t, std::uintptr_t tag);
-  void refile(TaskBase* t);
-  Start try_start(TaskBase* t) noexcept;
-  bool refiled_at_newest(TaskBase* t);
-  bool refiled_after_shutdown(TaskBase* t);
+  void drain(Lock& lk);
+  bool drain_all(Lock& lk);  // false: stopped early, the timer queue could not grow (inbox.hpp)
+  std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed);
+  [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept;
+  void take_in(Lock& lk, TaskBase* t);
+  void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag);
+  [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline);
+  void wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
+  std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max);
+  bool start_stoppable(Lock& lk, TaskBase* t);
+  void run_task(Slot& slot, BatchClock& clock);
+  void finish_run(TaskBase* t, bool ok);
+  void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks (shard_hooks.cpp)
+  void finish_one_shot(TaskBase* t, bool ok);
+  void fail_periodic(TaskBase* t);
+  void next_deadline(TaskBase* t) noexcept;
+  void after_run(Lock& lk, const Slot& slot, bool taken);
+  // shard_poll.cpp:
+  void drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound);
+  std::int64_t effective_earliest(Lock& lk);
+  // shard_rearm.cpp. The common case, a task that cannot be re-armed, is decided here inline.
+  [[nodiscard]] Start try_start(TaskBase* t) noexcept {
+    if (t->flags & kRearmable) return try_start_rearmable(t);
+    return transition(t, kPending, kRunning) ? Start::started : Start::gone;
+  }
+  // t, just out of the timer queue: true if it went back in line at its newest key (or was
+  // dropped after shutdown); false: it was not re-armed since it was filed.
+  [[nodiscard]] bool refiled_at_newest(Lock& lk, TaskBase* t) {
+    return (t->flags & kRearmable) && refile_rearmable_at_newest(lk, t);
+  }
+  Start try_start_rearmable(TaskBase* t) noexcept;
+  bool refile_rearmable_at_newest(Lock& lk, TaskBase* t);
+  void refile(Lock& lk, TaskBase* t);
+  [[nodiscard]] bool refiled_after_shutdown(Lock& lk, TaskBase* t);
   bool retained_after_rearm(TaskBase* t) noexcept;
-  TaskBase* settled_head();
+  TaskBase* settled_head(Lock& lk);
   // A task's place in the queue's order: (deadline, never, seq), as filed_before compares them.
   struct Key {
     std::int64_t deadline = 0;
@@ -183,34 +217,28 @@ class Shard {
     bool operator<(const Key& o) const noexcept { return key_before(deadline, never, seq, o.deadline, o.never, o.seq); }
   };
   static std::optional<Key> newest_key(TaskBase* t) noexcept;
-  bool start_stoppable(TaskBase* t);
-  void run_task(Slot& slot, BatchClock& clock);
-  void finish_run(TaskBase* t, bool ok);
-  void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks
-  void after_run(const Slot& slot, bool taken);
-  void finish_one_shot(TaskBase* t, bool ok);
-  void fail_periodic(TaskBase* t);
-  void next_deadline(TaskBase* t) noexcept;
-  bool allowed_after_shutdown(TaskBase* t, std::int64_t now) const noexcept;
-  void apply_policies();
-  void settle_after_exit();
-  void drop(TaskBase* t, bool drop_callable);
-  void drop_cancelled(TaskBase* t, bool drop_callable = false);
+  // shard_retire.cpp:
+  void drop(Lock& lk, TaskBase* t, bool drop_callable);
+  void drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable = false);
+  void apply_policies(Lock& lk);
+  bool allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept;
+  void settle_after_exit(Lock& lk);
+  // shard.cpp: the graveyard.
   void bury_later(TaskBase* t, bool drop_callable = false) {
     graveyard_.push_back(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) |
                                                      (drop_callable ? kDropCallable : 0)));
   }
   void unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave);
   static void bury(std::vector<TaskBase*>& grave) noexcept;
-  // `in` tasks counted in, less cancels and departures. (CN2) acquire, pairs with (CN1) in
-  // add_out and the canceller's count: a task counted out is seen gone, with what its leaving
-  // published.
+  // `in` tasks counted in, less cancels and departures. (CT2) acquire, pairs with (CT1) in
+  // count_departed and the canceller's count (CN4): a task counted out is seen gone, with what its
+  // leaving published.
   std::int64_t pending_of(std::uint64_t in) const noexcept {
     return static_cast<std::int64_t>(in - removes_requested_.load(std::memory_order_acquire)) -
-           out_.load(std::memory_order_acquire);
+           departed_.load(std::memory_order_acquire);
   }
-  // (CN1) release: pairs with (CN2): a producer that sees this count sees the task gone.
-  void add_out(std::int64_t d) noexcept { out_.fetch_add(d, std::memory_order_release); }
+  // (CT1) release: pairs with (CT2): a producer that sees this count sees the task gone.
+  void count_departed(std::int64_t d) noexcept { departed_.fetch_add(d, std::memory_order_release); }
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu_ held: one writer
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -222,11 +250,11 @@ class Shard {
   Inbox inbox_;
   LeaderWait wait_;
   // -- written by cancellers and rejected producers --------------------------------------------
-  alignas(64) std::atomic<std::uint64_t> admitted_{0};  // Options::capacity: producers (try_admit)
-  alignas(64) std::atomic<std::uint64_t> removes_requested_{0};  // cancels under remove-on-cancel
+  alignas(kCacheLine) std::atomic<std::uint64_t> admitted_{0};  // Options::capacity: producers (try_admit)
+  alignas(kCacheLine) std::atomic<std::uint64_t> removes_requested_{0};  // cancels under remove-on-cancel
   std::atomic<std::uint64_t> rejected_{0};
   // -- guarded by mu_ (atomics where others read them without it) -----------------------------
-  alignas(64) mutable std::mutex mu_;
+  alignas(kCacheLine) mutable std::mutex mu_;
   std::condition_variable followers_cv_;
   TimerQueue queue_;
   std::vector<TaskBase*> running_stoppable_;  // executions shutdown_now must ask to stop
@@ -236,15 +264,18 @@ class Shard {
   std::vector<TaskBase*> graveyard_;
   bool has_leader_ = false;
   bool polling_ = false;       // poll mode: a poll() holds the runner's role (also while unlocked)
-  bool stop_done_ = false;     // shutdown_now() has taken this shard's tasks
+  bool pending_taken_ = false;  // shutdown_now() has taken this shard's pending tasks
   unsigned running_ = 0;       // batches popped and not yet finished
   unsigned threads_alive_ = 0;
-  std::atomic<std::int64_t> out_{0};  // see "Counting"; runners add without mu_ (an RMW)
+  std::atomic<std::int64_t> departed_{0};  // see "Counting"; runners add without mu_ (an RMW)
   std::atomic<std::uint64_t> ran_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> periodic_failures_{0};
   LatencyHistogram lateness_;
   AdaptiveWindow adaptive_{engine_.opt.wait};  // the spin window: leader-written (wait_for)
 };
+
+// The lines written by producers, by cancellers and under mu_ do not share a line.
+static_assert(alignof(Shard) == kCacheLine);
 
 }  // namespace kairos::detail

@@ -62,18 +62,18 @@ void Shard::run_hooked(TaskBase* t, std::int64_t deadline) {
 // Java's purge(): every cancelled task the queue still retains (remove-on-cancel off, or
 // cancelled before the policy was turned on) leaves now, counted out unless cancel() did
 // (kRemoved). Cancelled tasks a runner already popped are its to drop. The inbox is drained
-// first so a cancelled task not yet accepted is found too.
+// first so a cancelled task not yet taken in is found too.
 std::size_t Shard::purge() {
   std::vector<TaskBase*> grave;
   std::vector<TaskBase*> gone;
   Lock lk(mu_);
-  if (threads_alive_ > 0) drain_all();
+  if (threads_alive_ > 0) drain_all(lk);
   queue_.remove_if(
-      [](TaskBase* t) { return (t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled; },
+      [](TaskBase* t) { return (t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled; },  // (TI2)
       [&](TaskBase* t) { gone.push_back(t); });
-  for (TaskBase* t : gone) drop_cancelled(t);  // its callable went with the cancel that won
-  if (!gone.empty() && engine_.state() != kRunningState) {  // it may have been the last task
-    wait_.kick();
+  for (TaskBase* t : gone) drop_cancelled(lk, t);  // its callable went with the cancel that won
+  if (!gone.empty() && engine_.state() != RunState::kActive) {  // it may have been the last task
+    wait_.wake();
     followers_cv_.notify_all();
   }
   unlock_and_bury(lk, grave);

@@ -2,16 +2,17 @@
 //
 // The poller takes the role a worker thread has in run_worker, for one pass and without ever
 // waiting: drain the inbox, pop what is due at the caller's `now`, run it with mu_ released,
-// re-queue or bury under mu_. Everything else is shared with the threaded shard, unchanged:
-// producers, cancellers and re-armers talk to the shard through the same inbox and state words
-// (they cannot tell a poller from a leader), and the lifecycle calls see the poller's batch in
-// staged_[0] like a worker's.
+// re-queue or bury under mu_: the functions of shard_leader.cpp. Everything else is shared with
+// the threaded shard, unchanged: producers, cancellers and re-armers talk to the shard through
+// the same inbox and state words (they cannot tell a poller from a leader), and the lifecycle
+// calls see the poller's batch in staged_[0] like a worker's.
 //
 // Who owns what. polling_ (under mu_) is the runner's role: one poll at a time holds it, also
 // while it runs tasks with mu_ released; a second poll (another thread, or a task calling
 // poll()) finds it held and returns 0. The shard counts its poller as its one thread from
 // construction (threads_alive_ == 1), so shutdown and the destructor treat it as alive until a
-// poll — or the engine's close() — retires it: the same settle a last worker thread does.
+// poll — or the engine's close() — retires it: the same settle a last worker thread does
+// (shard_retire.cpp).
 // Nobody waits on the shard's LeaderWait: a producer's notify finds it unarmed and costs a load.
 #include <algorithm>
 #include <exception>
@@ -41,7 +42,7 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
   Slot batch[kMaxBatch];
   std::size_t taken = 0, started = 0;
   // Nothing below throws on its own (the queue grows only where a refusal is survivable:
-  // Shard::accept_all; every throw point holds mu_); should anything still, the poller's role
+  // Shard::take_in_all; every throw point holds mu_); should anything still, the poller's role
   // is given back (mu_ still held: this guard goes before `lk`), so the next poll runs this
   // shard again.
   struct GiveBackOnThrow {
@@ -52,16 +53,16 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
     }
   } give_back{polling_};
   for (bool first = true;; first = false) {
-    if (first) drain_through(counted, seq_bound);
-    else drain();
-    if (must_exit()) {  // finished after a shutdown: the poller retires like a last thread
+    if (first) drain_through(lk, counted, seq_bound);
+    else drain(lk);
+    if (must_exit(lk)) {  // finished after a shutdown: the poller retires like a last thread
       --threads_alive_;
-      settle_after_exit();
+      settle_after_exit(lk);
       retired = true;
       break;
     }
-    if (taken >= limit || engine_.state() >= kStop) break;  // shutdown_now() takes the rest
-    std::size_t n = pop_due(now, batch, std::min(kMaxBatch, limit - taken));
+    if (taken >= limit || engine_.state() >= RunState::kShutdownNow) break;  // shutdown_now() takes the rest
+    std::size_t n = pop_due(lk, now, batch, std::min(kMaxBatch, limit - taken));
     if (n == 0) break;
     taken += n;
     for (std::size_t i = 0; i < n; ++i) {
@@ -76,7 +77,7 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
       started += batch[i].started;
     }
     lk.lock();
-    for (std::size_t i = 0; i < n; ++i) after_run(batch[i], staged[i] == nullptr);
+    for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], staged[i] == nullptr);
     staged.clear();
     running_ -= 1;
   }
@@ -86,10 +87,10 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
 }
 
 // next_deadline(): the loop's half of the wait protocol of leader_wait.hpp, with the loop in
-// the leader's place. (LW1) arms the wait at the deadline about to be reported (the W1 store);
-// the count read after it (pairs with I1) and drain_through take in every submission whose seq
+// the leader's place. (WF1) arms the wait at the deadline about to be reported (the LW2 store);
+// the count read after it (pairs with IN1) and drain_through take in every submission whose seq
 // was taken before, so a submission is either counted here or compares its deadline with the
-// armed one (N1) and wakes the loop if it is earlier. If the earliest deadline came out later
+// armed one (LW3) and wakes the loop if it is earlier. If the earliest deadline came out later
 // than the one armed (a head re-armed later, or cancelled), the arm goes up only by going round
 // again: raising it after the count read could miss a submission in between.
 std::int64_t Shard::earliest_deadline() {
@@ -97,12 +98,12 @@ std::int64_t Shard::earliest_deadline() {
   Lock lk(mu_);
   std::int64_t d = kMaxNs;
   if (threads_alive_ > 0) {  // retired: nothing is pending here any more
-    std::int64_t armed = effective_earliest();
+    std::int64_t armed = effective_earliest(lk);
     for (;;) {
-      wait_.arm(armed);  // (LW1) the W1 of leader_wait.hpp
+      wait_.arm(armed);  // (WF1) the LW2 of leader_wait.hpp
       const std::uint64_t counted = inbox_.submitted(), seq_bound = inbox_.seqs_taken();  // count read
-      drain_through(counted, seq_bound);
-      d = effective_earliest();
+      drain_through(lk, counted, seq_bound);
+      d = effective_earliest(lk);
       if (d <= armed) break;
       armed = d;
     }
@@ -115,21 +116,22 @@ std::int64_t Shard::earliest_deadline() {
 // The earliest deadline a pending task of this shard waits for (mu_ held): the queue's head at
 // its newest key (a head re-armed since it was filed goes back in line first), or a task still
 // waiting in a running poll's batch (a task of that poll asking). kMaxNs if none is ever due.
-std::int64_t Shard::effective_earliest() {
+std::int64_t Shard::effective_earliest(Lock& lk) {
+  KAIROS_DCHECK(lk.owns_lock());
   std::int64_t d = kMaxNs;
-  if (TaskBase* head = settled_head(); head != nullptr && !head->never_due()) d = head->deadline;
+  if (TaskBase* head = settled_head(lk); head != nullptr && !head->never_due()) d = head->deadline;
   for (std::vector<TaskBase*>& staged : staged_)
     for (TaskBase* t : staged) {
-      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;
+      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
       std::optional<Key> k = newest_key(t);
       if (k && !k->never) d = std::min(d, k->deadline);
     }
   return d;
 }
 
-void Shard::drain_through(std::uint64_t counted, std::uint64_t seq_bound) {
-  inbox_.drain_through(counted, seq_bound, [&](std::span<TaskBase* const> confirmed) { return accept_all(confirmed); },
-                       [&](TaskBase* t, std::uintptr_t tag) { request(t, tag); });
+void Shard::drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound) {
+  inbox_.drain_through(counted, seq_bound, [&](std::span<TaskBase* const> confirmed) { return take_in_all(lk, confirmed); },
+                       [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
 }
 
 }  // namespace kairos::detail

@@ -7,42 +7,42 @@
 //                             SharedStacks (full or empty), or the parked list of the tests. The
 //                             owner alone writes `count`, `slots` and `next`; a magazine and the
 //                             free nodes it points to change owner only through a SharedStack
-//                             (push (D1) / pop (D2)) or under g_parked_mu.
+//                             (push (TP2) / pop (TP3)) or under g_parked_mu.
 //   LooseNode                 a free node kept singly because no magazine could be had (out of
 //                             memory); owned like a magazine, through the `loose` SharedStack.
 //   SharedStack::top_         any thread pushes (CAS); removals (pop, take_all) hold pop_mu_.
 //   Depot::cur, end           the class's current slab and its bump pointer: carve_mu.
 //   Depot::ready              a populated slab nobody has carved yet: stored only by the holder
-//                             of `preparing` when it is null (R1), taken by carve() (R2).
-//   Depot::preparing          a try-lock: one preparer per class at a time (L1/L2).
-//   Depot::unpopulated        a slab carve() grew without populating it: set by carve (U1),
-//                             taken by a preparer (U2), who populates it in place.
-//   g_want                    bit c: class c may have no ready slab (W1 sets, W2 clears).
+//                             of `preparing` when it is null (TP5), taken by carve() (TP6).
+//   Depot::preparing          a try-lock: one preparer per class at a time (TP11/TP12).
+//   Depot::unpopulated        a slab carve() grew without populating it: set by carve (TP15),
+//                             taken by a preparer (TP16), who populates it in place.
+//   g_want                    bit c: class c may have no ready slab (TP8 sets, TP9 clears).
 //   g_slabs                   every slab ever taken (keeps them reachable): g_registry_mu.
 //   g_parked_*                free nodes set aside by the tests: g_parked_mu.
 //   counters                  relaxed statistics; nothing is ordered by them.
 //
 // Atomic edges (each operation below names its partner):
-//   (D1) push: CAS release, publishes the element's `next`, a magazine's slots, and the nodes'
-//        last writes (the freeing thread's destructor, its ASan poison) -> pairs with (D2).
-//   (D2) pop / take_all: acquire load and CAS of `top_`; reads the element (D1) published.
-//   (R1) prepare: ready.store release, publishes the populated slab -> pairs with (R2).
-//   (R2) carve: ready.exchange seq_cst takes it (acquire side of R1), then
-//   (W1) carve: g_want.fetch_or seq_cst asks for the next one. The preparer does
-//   (W2) g_want.fetch_and seq_cst, then (R3) ready.load seq_cst. Dekker pair: in the single
-//        order S of these four, if R3 reads the slab R2 takes then R3 <S R2, so
-//        W2 <S R3 <S R2 <S W1 and the bit W1 sets survives W2: no request is lost. If R3 reads
+//   (TP2) push: CAS release, publishes the element's `next`, a magazine's slots, and the nodes'
+//        last writes (the freeing thread's destructor, its ASan poison) -> pairs with (TP3).
+//   (TP3) pop / take_all: acquire load and CAS of `top_`; reads the element (TP2) published.
+//   (TP5) prepare: ready.store release, publishes the populated slab -> pairs with (TP6).
+//   (TP6) carve: ready.exchange seq_cst takes it (acquire side of TP5), then
+//   (TP8) carve: g_want.fetch_or seq_cst asks for the next one. The preparer does
+//   (TP9) g_want.fetch_and seq_cst, then (TP7) ready.load seq_cst. Dekker pair: in the single
+//        order S of these four, if TP7 reads the slab TP6 takes then TP7 <S TP6, so
+//        TP9 <S TP7 <S TP6 <S TP8 and the bit TP8 sets survives TP9: no request is lost. If TP7 reads
 //        null the preparer fills the slot itself.
-//   (W3) task_pool_prepare: g_want.load relaxed, a hint: a bit missed now stays set (only W2
-//        clears it, and only before checking R3) and is seen by a later call.
-//   (L1) preparing.exchange acquire / (L2) preparing.store release: the try-lock; L1 seeing the
-//        last L2 orders the previous preparer's R1 before this one's R3, so a slab stored is
-//        never overwritten (the store happens only after R3 read null and only under the lock).
-//   (A1) set_slab_allocator_for_testing store release -> (A2) load acquire in new_slab; the
+//   (TP10) task_pool_prepare: g_want.load relaxed, a hint: a bit missed now stays set (only TP9
+//        clears it, and only before checking TP7) and is seen by a later call.
+//   (TP11) preparing.exchange acquire / (TP12) preparing.store release: the try-lock; TP11 seeing the
+//        last TP12 orders the previous preparer's TP5 before this one's TP7, so a slab stored is
+//        never overwritten (the store happens only after TP7 read null and only under the lock).
+//   (TP13) set_slab_allocator_for_testing store release -> (TP14) load acquire in new_slab; the
 //        setter then takes and drops every class's `preparing` and carve_mu, so a slab being
-//        taken with the old allocator is in place before it returns (the next (L1) or carve
-//        lock sees (A1)).
-//   (U1) carve: unpopulated.store relaxed -> (U2) prepare: exchange relaxed. Only an address
+//        taken with the old allocator is in place before it returns (the next (TP11) or carve
+//        lock sees (TP13)).
+//   (TP15) carve: unpopulated.store relaxed -> (TP16) prepare: exchange relaxed. Only an address
 //        travels: slabs are never freed, and the kernel populates without changing a byte.
 //
 // ABA: removals from a SharedStack (pop and take_all) hold its pop_mu_, so at most one thread
@@ -50,7 +50,7 @@
 // holds x = top, x stays in the stack (only the remover could take it), so x cannot be pushed
 // again; a push after the remover's load makes top a different element, and top can only return
 // to x by removing that element, which only the remover does. So when the CAS finds top == x,
-// nothing was pushed or removed meanwhile and x->next, written before x's push (D1), is current.
+// nothing was pushed or removed meanwhile and x->next, written before x's push (TP2), is current.
 //
 // Memory bound (issue: threads that overlap must not grow the pool): a node is carved only when
 // the thread's two magazines are empty, the class's stack of full magazines is empty, and no
@@ -69,6 +69,9 @@
 #include <thread>
 
 #include <kairos/detail/task_pool.hpp>
+
+#include "cache_line.hpp"
+#include "task_pool_testing.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -104,26 +107,26 @@ static_assert(sizeof(SlabHeader) <= kSlabHeaderBytes);
 
 // A stack of elements with a `next` field: push from any thread, remove under pop_mu_.
 template <class T>
-class alignas(64) SharedStack {
+class alignas(kCacheLine) SharedStack {
  public:
   constexpr SharedStack() = default;
 
   void push(T* x) noexcept {
-    // (D0) relaxed: a first guess of the top; the CAS below checks it.
+    // (TP1) relaxed: a first guess of the top; the CAS below checks it.
     T* top = top_.load(std::memory_order_relaxed);
     do {
       x->next = top;
-      // (D1) release: publishes x (its next, its contents, the nodes it names); pairs with (D2).
+      // (TP2) release: publishes x (its next, its contents, the nodes it names); pairs with (TP3).
     } while (!top_.compare_exchange_weak(top, x, std::memory_order_release, std::memory_order_relaxed));
   }
 
   T* pop() noexcept {
-    // (D3) relaxed: a hint that spares an empty stack the lock; a push it misses is one in flight.
+    // (TP4) relaxed: a hint that spares an empty stack the lock; a push it misses is one in flight.
     if (top_.load(std::memory_order_relaxed) == nullptr) return nullptr;
     std::lock_guard lock(pop_mu_);
-    // (D2) acquire: sees x->next and x's contents as its pusher's (D1) published them.
+    // (TP3) acquire: sees x->next and x's contents as its pusher's (TP2) published them.
     T* x = top_.load(std::memory_order_acquire);
-    // (D2) acquire on both outcomes: a failed CAS reloads x, which is then read the same way.
+    // (TP3) acquire on both outcomes: a failed CAS reloads x, which is then read the same way.
     while (x != nullptr &&
            !top_.compare_exchange_weak(x, x->next, std::memory_order_acquire, std::memory_order_acquire)) {
     }
@@ -132,7 +135,7 @@ class alignas(64) SharedStack {
 
   T* take_all() noexcept {
     std::lock_guard lock(pop_mu_);
-    // (D2) acquire: the whole chain, as its pushers' (D1) published it.
+    // (TP3) acquire: the whole chain, as its pushers' (TP2) published it.
     return top_.exchange(nullptr, std::memory_order_acquire);
   }
 
@@ -145,13 +148,16 @@ struct Depot {
   SharedStack<Magazine> full;  // magazines holding at least one node (full but for exits')
   SharedStack<Magazine> empty;
   SharedStack<LooseNode> loose;
-  alignas(64) std::mutex carve_mu;
+  alignas(kCacheLine) std::mutex carve_mu;
   char* cur = nullptr;  // carve_mu: the current slab's bump pointer
   char* end = nullptr;  // carve_mu
-  alignas(64) std::atomic<char*> ready{nullptr};
+  alignas(kCacheLine) std::atomic<char*> ready{nullptr};
   std::atomic<bool> preparing{false};
   std::atomic<char*> unpopulated{nullptr};  // a slab carve() took unpopulated, for prepare to populate
 };
+// Each class's stacks, its carving state and its preparer's state sit on lines of their own.
+static_assert(alignof(SharedStack<Magazine>) == kCacheLine && sizeof(SharedStack<Magazine>) % kCacheLine == 0);
+static_assert(alignof(Depot) == kCacheLine && sizeof(Depot) % kCacheLine == 0);
 
 constinit Depot g_depots[kClassCount];
 constinit std::atomic<std::uint32_t> g_want{0};
@@ -189,7 +195,7 @@ void populate(void* slab) noexcept {
 // A registered slab (its nodes poisoned), populated if asked, or nullptr when the allocator
 // refuses.
 char* new_slab(bool populated) noexcept {
-  // (A2) acquire: pairs with (A1); the function pointer is all it carries.
+  // (TP14) acquire: pairs with (TP13); the function pointer is all it carries.
   SlabAllocFn fn = g_slab_alloc.load(std::memory_order_acquire);
   void* raw = fn ? fn(kSlabBytes) : default_slab();
   if (raw == nullptr) return nullptr;
@@ -213,22 +219,22 @@ void carve(std::uint8_t cls, Magazine& m) {
   const std::size_t size = kClassSizes[cls];
   std::lock_guard lock(d.carve_mu);
   if (static_cast<std::size_t>(d.end - d.cur) < size) {
-    // (R2) seq_cst: takes the slab (acquire side of R1: its pages and poison are visible);
-    // first half of the Dekker pair with the preparer's (W2)/(R3).
+    // (TP6) seq_cst: takes the slab (acquire side of TP5: its pages and poison are visible);
+    // first half of the Dekker pair with the preparer's (TP9)/(TP7).
     char* slab = d.ready.exchange(nullptr, std::memory_order_seq_cst);
-    // (W1) seq_cst: asks task_pool_prepare() for the next one; second half of the pair.
+    // (TP8) seq_cst: asks task_pool_prepare() for the next one; second half of the pair.
     g_want.fetch_or(1u << cls, std::memory_order_seq_cst);
     if (slab == nullptr) {
       // None ready: grow here. The first slab of a class is populated at once (a one-time cost);
       // later ones are not: populating takes ~64 page faults' time in one stall (300 us on a
       // VM), so the pages fault one at a time instead, unless task_pool_prepare() populates them
-      // first (W1 asks it to).
+      // first (TP8 asks it to).
       const bool first = d.cur == nullptr;
       slab = new_slab(first);
       if (slab == nullptr) throw std::bad_alloc();
       g_slabs_grown_by_alloc.fetch_add(1, std::memory_order_relaxed);  // statistic
-      // (U1) relaxed: only the address travels (slabs are never freed, and populating changes no
-      // byte of the slab); pairs with (U2).
+      // (TP15) relaxed: only the address travels (slabs are never freed, and populating changes no
+      // byte of the slab); pairs with (TP16).
       if (!first) d.unpopulated.store(slab, std::memory_order_relaxed);
     }
     d.cur = slab + kSlabHeaderBytes;
@@ -459,7 +465,7 @@ void task_free_batch(void* const* nodes, std::size_t n, std::uint8_t cls) noexce
 }
 
 void task_pool_prepare() noexcept {
-  // (W3) relaxed: a hint; see the edges at the top.
+  // (TP10) relaxed: a hint; see the edges at the top.
   std::uint32_t want = g_want.load(std::memory_order_relaxed);
   if (want == 0) [[likely]]
     return;
@@ -467,39 +473,39 @@ void task_pool_prepare() noexcept {
     const std::uint32_t bit = 1u << c;
     if ((want & bit) == 0) continue;
     Depot& d = g_depots[c];
-    // (L1) acquire: pairs with the previous preparer's (L2), after its (R1).
+    // (TP11) acquire: pairs with the previous preparer's (TP12), after its (TP5).
     if (d.preparing.exchange(true, std::memory_order_acquire)) continue;  // another thread is at it
-    // (W2) seq_cst: clears the request before looking at the slot; pairs with (W1) via (R2)/(R3).
+    // (TP9) seq_cst: clears the request before looking at the slot; pairs with (TP8) via (TP6)/(TP7).
     g_want.fetch_and(~bit, std::memory_order_seq_cst);
-    // (U2) relaxed: pairs with (U1); the slab an allocating thread carves from, populated ahead
+    // (TP16) relaxed: pairs with (TP15); the slab an allocating thread carves from, populated ahead
     // of its bump pointer from the kernel's side (never by writing: the slab is in use).
     if (char* in_use = d.unpopulated.exchange(nullptr, std::memory_order_relaxed)) populate_in_place(in_use);
-    // (R3) seq_cst: the other half of the Dekker pair with (R2)/(W1).
+    // (TP7) seq_cst: the other half of the Dekker pair with (TP6)/(TP8).
     if (d.ready.load(std::memory_order_seq_cst) == nullptr) {
       if (char* slab = new_slab(true)) {
-        // (R1) release: publishes the populated, poisoned slab; pairs with (R2).
+        // (TP5) release: publishes the populated, poisoned slab; pairs with (TP6).
         d.ready.store(slab, std::memory_order_release);
         g_slabs_prepared.fetch_add(1, std::memory_order_relaxed);  // statistic
       }
     }
-    // (L2) release: pairs with the next preparer's (L1).
+    // (TP12) release: pairs with the next preparer's (TP11).
     d.preparing.store(false, std::memory_order_release);
   }
 }
 
 void set_slab_allocator_for_testing(SlabAllocFn fn) noexcept {
-  // (A1) release: pairs with (A2).
+  // (TP13) release: pairs with (TP14).
   g_slab_alloc.store(fn, std::memory_order_release);
   // Waits out every slab taken with the old allocator: a preparer or a carve that loaded it
-  // before (A1) is still inside its lock; once it leaves, the next one's (L1) / lock acquire pairs
-  // with this (L2) / unlock, which follow (A1), so its (A2) reads fn. Without this a slab the old
+  // before (TP13) is still inside its lock; once it leaves, the next one's (TP11) / lock acquire pairs
+  // with this (TP12) / unlock, which follow (TP13), so its (TP14) reads fn. Without this a slab the old
   // allocator gave (~300 us to populate on a VM) could turn up as `ready` after the caller's
   // release_thread_cache_for_testing(), and an allocation the test expects to fail succeeds.
   for (Depot& d : g_depots) {
-    // (L1) acquire: the try-lock of task_pool_prepare(), taken by waiting instead of skipping.
+    // (TP11) acquire: the try-lock of task_pool_prepare(), taken by waiting instead of skipping.
     while (d.preparing.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
     { std::lock_guard carve_lock(d.carve_mu); }
-    // (L2) release: pairs with the next preparer's (L1); carries (A1).
+    // (TP12) release: pairs with the next preparer's (TP11); carries (TP13).
     d.preparing.store(false, std::memory_order_release);
   }
   if (fn != nullptr) return;
@@ -540,9 +546,9 @@ void release_thread_cache_for_testing() noexcept {
       in_use = d.cur != nullptr;
       d.cur = d.end = nullptr;
     }
-    // (R2) seq_cst, as in carve(): the ready slab is dropped too (it stays registered) ...
+    // (TP6) seq_cst, as in carve(): the ready slab is dropped too (it stays registered) ...
     if (d.ready.exchange(nullptr, std::memory_order_seq_cst) != nullptr) in_use = true;
-    // (W1) seq_cst, as in carve(): ... and, for a class in use, a new one asked for.
+    // (TP8) seq_cst, as in carve(): ... and, for a class in use, a new one asked for.
     if (in_use) g_want.fetch_or(1u << c, std::memory_order_seq_cst);
   }
 }

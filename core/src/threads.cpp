@@ -62,10 +62,6 @@ void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
-void futex_wake_one(std::atomic<std::uint32_t>* word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
-
 void set_current_thread_name(const std::string& name) noexcept {
   std::string cut = name.substr(0, 15);  // Linux keeps 15 characters
   pthread_setname_np(pthread_self(), cut.c_str());

@@ -30,6 +30,7 @@
 #include <kairos/detail/task_pool.hpp>
 
 #include "micro_common.hpp"
+#include "task_pool_testing.hpp"
 
 namespace {
 

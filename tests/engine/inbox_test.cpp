@@ -137,14 +137,14 @@ TEST(Inbox, ARefusedAcceptKeepsTheRestInOrderForTheNextDrain) {
   Sink sink;
   sink.room = 4;
   EXPECT_FALSE(inbox.drain_all(sink.accept(), sink.remove()));
-  EXPECT_TRUE(inbox.accept_refused());
+  EXPECT_TRUE(inbox.take_in_refused());
   ASSERT_EQ(sink.accepted.size(), 4u);
   EXPECT_EQ(inbox.unconfirmed_count(), 6u);
   sink.room = SIZE_MAX;
   EXPECT_TRUE(inbox.drain_all(sink.accept(), sink.remove()));
   ASSERT_EQ(sink.accepted.size(), 10u);
   for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(sink.accepted[i], n[i].get());
-  EXPECT_FALSE(inbox.accept_refused());
+  EXPECT_FALSE(inbox.take_in_refused());
 }
 
 }  // namespace

@@ -37,11 +37,11 @@ TEST(LeaderWait, ALeaderWaitingWithNoDeadlineIsKickedByAnyTask) {
   EXPECT_EQ(w.wake_epoch(), e + 1);
 }
 
-TEST(LeaderWait, SleepEndsAtItsDeadlineOrAtOnceAfterAKick) {
+TEST(LeaderWait, SleepEndsAtItsDeadlineOrAtOnceAfterAWake) {
   LeaderWait w;
   std::uint32_t e = w.wake_epoch();
   EXPECT_TRUE(w.sleep_until(e, steady_now_ns() + 1'000'000));  // 1 ms: times out
-  w.kick();
+  w.wake();
   std::int64_t t0 = steady_now_ns();
   EXPECT_FALSE(w.sleep_until(e, steady_now_ns() + 60'000'000'000));  // the epoch moved on
   EXPECT_LT(steady_now_ns() - t0, 10'000'000'000);

@@ -22,6 +22,8 @@
 
 #include <kairos/detail/task_pool.hpp>
 
+#include "task_pool_testing.hpp"
+
 namespace kairos::detail {
 namespace {
 

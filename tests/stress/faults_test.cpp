@@ -28,6 +28,7 @@
 
 #include "ledger.hpp"
 #include "support.hpp"
+#include "task_pool_testing.hpp"
 
 namespace kairos_test {
 namespace {

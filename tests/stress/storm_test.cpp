@@ -33,6 +33,7 @@
 #include "ledger.hpp"
 #include "page_array.hpp"
 #include "support.hpp"
+#include "task_pool_testing.hpp"
 
 namespace kairos_test {
 namespace {

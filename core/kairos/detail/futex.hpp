@@ -8,9 +8,8 @@ namespace kairos::detail {
 // Sleeps while *word == expected, until woken or until deadline_ns on CLOCK_MONOTONIC
 // (deadline_ns < 0: no deadline). Returns false iff the deadline passed. Spurious returns happen:
 // callers re-check their condition.
-bool futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t deadline_ns) noexcept;
+[[nodiscard]] bool futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t deadline_ns) noexcept;
 void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept;
-void futex_wake_one(std::atomic<std::uint32_t>* word) noexcept;
 
 std::int64_t steady_now_ns() noexcept;  // CLOCK_MONOTONIC, as std::chrono::steady_clock
 // "Now" for a deadline computed at submission (now + delay): never below CLOCK_MONOTONIC at the

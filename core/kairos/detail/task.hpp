@@ -19,7 +19,7 @@
 //   ordered before or after it as a whole.
 //   Every transition is a CAS, so cancel racing a start, a completion, or shutdown_now has exactly
 //   one winner. Flags beside the state:
-//     kQueued   the shard's leader accepted the task into its timer queue (a CAS from kPending);
+//     kQueued   the shard's leader took the task into its timer queue (a CAS from kPending);
 //               a cancel that wins before it posts nothing: the leader drops the node when it
 //               drains it. A cancel that sees kQueued posts a remove request (remove-on-cancel).
 //     kPin      a canceller is inside the shard (counting, posting its request); whoever
@@ -160,16 +160,18 @@ inline void set_refs_unpublished(TaskBase* t, std::uint32_t refs) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_relaxed);
   t->state.store((s & (kRefOne - 1)) | refs * kRefOne, std::memory_order_relaxed);
 }
-// acq_rel: the last owner must see every write of the others before destroying.
+// (RC1) acq_rel: the last owner must see every write of the others before destroying; pairs
+// with the other owners' (RC1).
 inline void release(TaskBase* t) noexcept {
-  if (refs_of(t->state.fetch_sub(kRefOne, std::memory_order_acq_rel)) == 1) t->ops->destroy(t);
+  if (refs_of(t->state.fetch_sub(kRefOne, std::memory_order_acq_rel)) == 1) t->ops->destroy(t);  // (RC1)
 }
 
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
 // terminal, and resumes awaiting coroutines when it completes a run (kNormal, kExceptional: only
 // runners make those, with no kairos lock held; a kCancelled made under a shard's lock resumes
-// them where the task is let go of: see wake_awaiters). acq_rel: the winner publishes the result
-// (release) and sees earlier transitions. From kPending it waits out a re-arm in progress.
+// them where the task is let go of: see wake_awaiters). (ST1) acq_rel: the winner publishes the
+// result (release) and sees earlier transitions; pairs with every acquire of the state word (a
+// waiter's ST2, a handle's FU2, the shard's TI2). From kPending it waits out a re-arm in progress.
 inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   for (;;) {
@@ -180,7 +182,7 @@ inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexce
       continue;
     }
     std::uint32_t n = (s & ~kStateMask) | to;
-    if (t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    if (t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) {  // (ST1)
       if (is_terminal(to) && (s & kWaiters)) futex_wake_all(&t->state);
       if ((to == kNormal || to == kExceptional) && (s & kAwaited)) wake_awaiters(t);  // (AW3)
       return true;
@@ -189,8 +191,8 @@ inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexce
 }
 
 // Re-armable tasks: holds a pending task in kRearming (waiting out another holder). False if
-// it is not pending (started, done, cancelled, returned by shutdown_now). (L1) acq_rel: the
-// holder sees the previous holder's writes; pairs with (L2).
+// it is not pending (started, done, cancelled, returned by shutdown_now). (RA1) acq_rel: the
+// holder sees the previous holder's writes; pairs with (RA2). Protocol: core/src/shard_rearm.cpp.
 inline bool lock_pending(TaskBase* t) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   for (;;) {
@@ -202,27 +204,30 @@ inline bool lock_pending(TaskBase* t) noexcept {
     }
     if (st != kPending) return false;
     if (t->state.compare_exchange_weak(s, (s & ~kStateMask) | kRearming, std::memory_order_acq_rel,
-                                       std::memory_order_acquire))
+                                       std::memory_order_acquire))  // (RA1)
       return true;
   }
 }
 // Ends the hold: kRearming -> `to` (kPending, or kRunning for a start), keeping the flags
-// (a get() may add kWaiters meanwhile). (L2) release: publishes what the holder wrote.
+// (a get() may add kWaiters meanwhile). (RA2) release: publishes what the holder wrote; pairs
+// with (RA1).
 inline void unlock_pending(TaskBase* t, std::uint32_t to = kPending) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_relaxed);
   while (!t->state.compare_exchange_weak(s, (s & ~kStateMask) | to, std::memory_order_acq_rel,
-                                         std::memory_order_relaxed)) {
+                                         std::memory_order_relaxed)) {  // (RA2)
   }
 }
 
 // Blocks until the task is done or deadline_ns (CLOCK_MONOTONIC; < 0 = none) passes.
-// Returns the state word last seen (terminal iff done).
+// Returns the state word last seen (terminal iff done). (ST2) the kWaiters CAS acq_rel and the
+// acquire loads: a terminal state seen here carries the result its completer published (ST1),
+// and a completer whose CAS comes after this one sees kWaiters and wakes the futex.
 inline std::uint32_t wait_done(TaskBase* t, std::int64_t deadline_ns) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   while (!is_terminal(s)) {
     if (!(s & kWaiters)) {
       if (!t->state.compare_exchange_weak(s, s | kWaiters, std::memory_order_acq_rel,
-                                          std::memory_order_acquire))
+                                          std::memory_order_acquire))  // (ST2)
         continue;
       s |= kWaiters;
     }

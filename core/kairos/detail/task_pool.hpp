@@ -55,16 +55,6 @@ void task_free_batch(void* const* nodes, std::size_t n, std::uint8_t cls) noexce
 // or gets std::bad_alloc).
 void task_pool_prepare() noexcept;
 
-// Tests: replace the slab allocator (nullptr restores the default); an allocator returning
-// nullptr makes growth fail with std::bad_alloc. Restoring the default returns the magazines
-// that release_thread_cache_for_testing() set aside.
-using SlabAllocFn = void* (*)(std::size_t bytes);
-void set_slab_allocator_for_testing(SlabAllocFn fn) noexcept;
-// Tests: hand the calling thread's cached nodes back to the global pool, then set aside every
-// free node the global pool holds and drop the rest of the current and the ready slab of every
-// class, so that the calling thread's next allocation of any class must grow.
-void release_thread_cache_for_testing() noexcept;
-
 // Statistics: bytes of slab memory taken so far (all classes, including ready slabs).
 std::size_t slab_bytes_reserved() noexcept;
 

@@ -1,0 +1,439 @@
+// shard_leader.cpp: the consumer path of a shard, in the order a task travels it: the leader
+// drains the inbox and takes the confirmed submissions into the timer queue, waits for the
+// earliest deadline, pops what is due into a batch, hands the leadership on, runs the batch with
+// no lock held, and files each task after its run (re-queue, or bury).
+//
+// Leader/followers. A shard's threads share one mutex, mu_. The thread that finds no leader
+// (has_leader_) becomes it and loops in lead() until it holds a batch; it then promotes a
+// follower (followers_cv_) and runs its batch as a plain worker, with mu_ released. One thread
+// per shard (the default) leads, runs and leads again; with several, one waits for deadlines
+// while the others run.
+//
+// Lazy draining. The leader never chases producers: it drains when it wakes — for a deadline,
+// for a submission due before the deadline it waits for (leader_wait.hpp), when the inbox passes
+// kDrainEvery items, or when a lifecycle call (wait_idle, stats, shutdown, a policy setter,
+// discard_oldest) asks. An awake leader reads no line that producers write per submission except
+// once per wait (the count read of the wait protocol).
+//
+// Ownership (who may touch what):
+//   queue_, staged_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
+//   a popped task             its runner owns its deadline and seq until it is filed again
+//                             (next_deadline writes them with no lock; lifecycle calls read a
+//                             relaxed snapshot, newest_key); it stays kPending in staged_ until
+//                             its runner starts it, so a cancel, discard_oldest or shutdown_now
+//                             can still take it there.
+//   the task's state word     CAS only (detail/task.hpp); kQueued is set here, once (TI1).
+//   departed_                 runners add without mu_ (an RMW, CT1, shard.hpp).
+//
+// Edges (each names its partner):
+//   (TI1) take_in: CAS kPending -> kPending|kQueued acq_rel: marks t queued; pairs with the
+//         cancel CAS (CN1, shard_cancel.cpp): a cancel that fails against it reloads, sees
+//         kQueued and posts a remove request; one that won first made this CAS fail.
+//   (TI2) take_in / pop_due / run_task / after_run: acquire loads of the state word: a cancel's
+//         kCancelled and what its canceller wrote (CN1's release) are seen before the node goes.
+//   (LW1) lead: the wake epoch, read first (leader_wait.hpp); (LW2) arm, then the count read
+//         (pairs with IN1): the leader's half of the no-lost-wake-up protocol.
+//   (CT1) count_departed: a task leaves the pending count when it starts (shard.hpp).
+//   The inbox's own edges (IN2/IN3) publish each task's fields to drain().
+//
+// The one way back up this file is the wait's: arm_and_check drains again (drain, above) for the
+// submissions its count read saw, before it lets the leader sleep.
+#include <algorithm>
+#include <thread>
+
+#include <kairos/wait.hpp>
+
+#include "shard.hpp"
+#include "threads.hpp"
+
+namespace kairos::detail {
+
+// ---- a thread of the shard ----------------------------------------------------------------------
+void Shard::run_worker(unsigned index) {
+  std::vector<TaskBase*> grave;
+  grave.reserve(2 * kMaxBatch);
+  Lock lk(mu_);
+  std::vector<TaskBase*>& staged = staged_[index];
+  staged.reserve(kMaxBatch);
+  Slot batch[kMaxBatch];
+  const bool followers = engine_.opt.threads_per_shard > 1;
+  for (;;) {
+    while (has_leader_ && !must_exit(lk)) followers_cv_.wait(lk);
+    if (must_exit(lk)) break;
+    has_leader_ = true;
+    std::size_t n = lead(lk, batch, grave);
+    has_leader_ = false;
+    if (n == 0) continue;  // must_exit became true
+    for (std::size_t i = 0; i < n; ++i) staged.push_back(batch[i].task);
+    running_ += 1;
+    if (followers) followers_cv_.notify_one();  // promote a follower
+    unlock_and_bury(lk, grave);
+    BatchClock clock(engine_.manual == nullptr);
+    for (std::size_t i = 0; i < n; ++i) run_task(batch[i], clock);
+    lk.lock();
+    for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], staged[i] == nullptr);
+    staged.clear();
+    running_ -= 1;
+  }
+  if (--threads_alive_ == 0) settle_after_exit(lk);
+  followers_cv_.notify_all();
+  wait_.wake();  // a leader asleep on the futex re-checks must_exit too
+  unlock_and_bury(lk, grave);
+}
+
+// ---- the leader's loop --------------------------------------------------------------------------
+// Returns with due tasks in `batch`, or 0 when the thread must exit. The tasks stay kPending
+// until their runner starts them, one after another (a due task waiting behind a long one can
+// still be cancelled, or taken by shutdown_now()). mu_ held on entry and exit; released while
+// waiting.
+std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
+  KAIROS_DCHECK(lk.owns_lock());
+  for (;;) {
+    // (LW1) first: a wake-up during this pass (the clock moved, a lifecycle call, a re-queue)
+    // ends the wait it leads to at once. Read after the clock or the queue, it could swallow a
+    // ManualClock::advance that came between: the leader would then sleep for ever.
+    const std::uint32_t w = wait_.wake_epoch();
+    drain(lk);
+    if (must_exit(lk)) return 0;
+    if (engine_.state() >= RunState::kShutdownNow) {
+      // Nothing starts after shutdown_now(); it takes the tasks and wakes this thread to exit.
+      wait_for(lk, w, kMaxNs, true, grave);
+      continue;
+    }
+    std::int64_t now = engine_.now_ns();
+    if (std::size_t n = pop_due(lk, now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
+    const bool refused = inbox_.take_in_refused();
+    if (inbox_.has_unconfirmed() && !refused) continue;  // one more (complete) pass confirms them
+    if (must_exit(lk)) return 0;             // pop_due may have dropped the last cancelled task
+    TaskBase* head = queue_.empty() ? nullptr : queue_.top();
+    bool forever = head == nullptr || head->never_due();
+    std::int64_t deadline = forever ? kMaxNs : head->deadline;
+    if (refused) {  // the timer queue could not grow: try again in a while, not in a loop
+      deadline = std::min(deadline, add_saturated(now, kRetryTakeInNs));
+      forever = false;
+    }
+    if (!arm_and_check(lk, deadline)) continue;
+    wait_for(lk, w, deadline, forever, grave);
+  }
+}
+
+// True when the shard's threads must go: after shutdown_now() took the pending tasks, or after
+// shutdown() once nothing is pending, running or in flight in the inbox.
+bool Shard::must_exit(Lock& lk) const noexcept {
+  KAIROS_DCHECK(lk.owns_lock());
+  RunState st = engine_.state();
+  if (st == RunState::kActive) return false;
+  if (st >= RunState::kShutdownNow) return pending_taken_;
+  return queue_.empty() && running_ == 0 && inbox_settled();
+}
+
+bool Shard::inbox_settled() const noexcept {
+  return !inbox_.has_unconfirmed() && inbox_.drained() == inbox_.submitted() &&
+         inbox_.removes_done() == inbox_.removes_sent();
+}
+
+// ---- drain: the inbox's consumer half -----------------------------------------------------------
+void Shard::drain(Lock& lk) {
+  inbox_.drain([&](std::span<TaskBase* const> confirmed) { return take_in_all(lk, confirmed); },
+               [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
+}
+
+bool Shard::drain_all(Lock& lk) {
+  return inbox_.drain_all([&](std::span<TaskBase* const> confirmed) { return take_in_all(lk, confirmed); },
+                          [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
+}
+
+// ---- take in: inbox -> timer queue --------------------------------------------------------------
+// Growth happens here, before a task is taken in, and nowhere else on the runner's paths: the
+// heap's capacity covers every task this shard may hold (the queue, the tasks out in batches,
+// and these), so re-queues, refiles and moves never allocate (timer_queue.hpp), and the
+// graveyard has room for each of these to leave. If the memory is not there, none is taken:
+// they stay confirmed in the inbox, in order, and the leader retries after a pause (lead()).
+// Nothing is lost and nothing throws on a runner; submissions meanwhile get bad_alloc when the
+// pool cannot grow, and everything goes on once memory is back.
+std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
+  const std::size_t in_batches = kMaxBatch * staged_.size();
+  if (!queue_.try_reserve(queue_.size() + in_batches + confirmed.size()) ||
+      !reserve_graveyard(confirmed.size()))
+    return 0;
+  for (TaskBase* t : confirmed) take_in(lk, t);
+  return confirmed.size();
+}
+
+bool Shard::reserve_graveyard(std::size_t more) noexcept {
+  if (graveyard_.size() + more <= graveyard_.capacity()) return true;
+  try {
+    graveyard_.reserve(std::max(graveyard_.size() + more, 2 * graveyard_.capacity()));
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+// A confirmed submission enters the timer queue, unless cancelled or refused by the shutdown
+// policies.
+void Shard::take_in(Lock& lk, TaskBase* t) {
+  KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
+  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (TI2)
+  for (;;) {
+    if ((s & kStateMask) == kCancelled) {  // cancelled before it was queued: no request was sent
+      wait_unpinned(t);  // (CN3)
+      s = t->state.load(std::memory_order_acquire);
+      bool shut = engine_.state() != RunState::kActive;
+      if ((s & kRemoved) || shut) {  // removed (already uncounted), or no retention after shutdown
+        if (!(s & kRemoved)) count_departed(1);
+        drop(lk, t, false);
+      } else {
+        queue_.push(t);  // retained until its deadline, as Java's class does
+      }
+      return;
+    }
+    RunState st = engine_.state();
+    bool refused = st >= RunState::kShutdownNow
+                       ? pending_taken_
+                       : (st == RunState::kShutdown && !allowed_after_shutdown(lk, t, engine_.now_ns()));
+    if (refused) {
+      // Before shutdown_now() took this shard's tasks, it goes to the queue for it to take.
+      if (!transition(t, kPending, kCancelled)) {
+        s = t->state.load(std::memory_order_acquire);
+        continue;
+      }
+      count_departed(1);
+      drop(lk, t, true);
+      return;
+    }
+    if ((s & kStateMask) == kRearming) {  // a re-arm holds it for a moment
+      cpu_relax();
+      s = t->state.load(std::memory_order_acquire);
+      continue;
+    }
+    // (TI1) acq_rel: marks t queued. Pairs with the cancel CAS (CN1): a cancel that fails against
+    // it reloads, sees kQueued, and posts a remove request; one that won first made this fail.
+    if (t->state.compare_exchange_weak(s, s | kQueued, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if ((t->flags & kRearmable) && lock_pending(t)) {  // (RA1) filed at its latest key
+        static_cast<RearmBase*>(t)->adopt_latest();
+        unlock_pending(t);  // (RA2)
+      }
+      queue_.push(t);
+      return;
+    }
+  }
+}
+
+// A request: remove (remove-on-cancel of a queued task; counted out at cancel()) or refile (a
+// re-arm to an earlier deadline, shard_rearm.cpp).
+void Shard::apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) {
+  if (tag == Inbox::kRefileTag) {
+    refile(lk, t);
+    bury_later(t);  // the request's reference
+    return;
+  }
+  if (queue_.erase(t)) bury_later(t);  // the queue's reference
+  bury_later(t);                       // the request's reference
+}
+
+// ---- wait: until the earliest deadline, a wake-up or an earlier submission ----------------------
+// Arms the wait for `deadline` and takes in every submission counted before (leader_wait.hpp).
+// False (disarmed) if one of them must be looked at first: it is due, or earlier than deadline.
+bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
+  wait_.arm(deadline);                        // (LW2)
+  std::uint64_t counted = inbox_.submitted();  // the count read: pairs with (IN1)
+  if (inbox_.drained() >= counted) return true;
+  // A few submissions passed (IN1) before the count read: drain until they are here (they may be
+  // between their seq and their enqueue: a few instructions). Later ones see (LW2) themselves.
+  for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
+                  (inbox_.has_unconfirmed() && !inbox_.take_in_refused());
+       ++i) {
+    drain(lk);
+    if (i > 64) std::this_thread::yield();
+  }
+  // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
+  drain(lk);
+  while (inbox_.has_unconfirmed() && !inbox_.take_in_refused()) drain(lk);
+  TaskBase* head = queue_.empty() ? nullptr : queue_.top();
+  bool earlier = head != nullptr && !head->never_due() && head->deadline < deadline;
+  if (earlier || (head != nullptr && deadline == kMaxNs)) {
+    wait_.disarm();
+    return false;
+  }
+  return true;
+}
+
+// Waits until `deadline` (forever: no deadline), a wake-up or an earlier submission. mu_ held on
+// entry and exit; released (and the graveyard buried) while waiting. The wait is armed.
+void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave) {
+  KAIROS_DCHECK(lk.owns_lock());
+  if (deadline == kMaxNs && !forever) forever = true;
+  wait_.arm(deadline);  // (LW2) again: a no-op store when arm_and_check did it
+  unlock_and_bury(lk, grave);
+  // The task pool's next slab is populated here, off the producers' path and never just before
+  // a deadline (it can take a few hundred microseconds on a VM).
+  if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) task_pool_prepare();
+  if (engine_.manual) {
+    wait_.sleep_until(w, -1);  // ManualClock::advance wakes every shard
+  } else {
+    WaitPolicy::Mode mode = engine_.opt.wait.mode();
+    const bool adaptive = mode == WaitPolicy::Mode::adaptive;
+    std::int64_t window = adaptive ? adaptive_.window() : engine_.opt.wait.spin_window().count();
+    std::int64_t spin_from = mode == WaitPolicy::Mode::spin    ? kMinNs
+                             : mode == WaitPolicy::Mode::sleep ? kMaxNs
+                                                               : sub_saturated(deadline, window);
+    bool woken = false;
+    if (steady_now_ns() < spin_from) {
+      std::int64_t until = spin_from == kMaxNs ? (forever ? -1 : deadline) : spin_from;
+      woken = !wait_.sleep_until(w, until);
+      // adaptive: how late a sleep that timed out woke (a wake-up's end says nothing of that).
+      if (adaptive && !woken && !forever) adaptive_.record(steady_now_ns() - until);
+    }
+    if (!woken && mode != WaitPolicy::Mode::sleep) wait_.spin_until(w, deadline);
+  }
+  wait_.disarm();
+  lk.lock();
+}
+
+// ---- pop: the due tasks into a batch ------------------------------------------------------------
+// At most `max` (<= kMaxBatch) due tasks into `batch`.
+std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) {
+  KAIROS_DCHECK(lk.owns_lock() && max <= kMaxBatch);
+  std::size_t n = 0;
+  while (n < max && !queue_.empty() && is_due(queue_.top(), now)) {
+    TaskBase* t = queue_.top();
+    bool stoppable = t->flags & kStoppable;
+    if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
+    queue_.pop();
+    if (refiled_at_newest(lk, t)) continue;  // re-armed since it was filed (also a retained
+                                             // cancelled task: it leaves at its newest deadline)
+    if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {  // (TI2)
+      drop_cancelled(lk, t);
+      continue;
+    }
+    if (stoppable && !start_stoppable(lk, t)) continue;
+    batch[n++] = Slot{t, t->deadline, 0, stoppable, stoppable};
+    if (t->periodic() || stoppable) break;  // a periodic task's next run may come before the
+                                            // rest: re-queue it first
+  }
+  return n;
+}
+
+// A task taking a stop token starts under mu_: a fresh stop source (written before the task is
+// visible as running: cancel(true) touches it only after winning kRunning -> kCancelled), then
+// kPending -> kRunning, and registered for shutdown_now()'s stop requests.
+bool Shard::start_stoppable(Lock& lk, TaskBase* t) {
+  if (std::stop_source* src = t->ops->stop_source(t)) {
+    *src = std::stop_source();
+    if (engine_.state() >= RunState::kShutdownNow) src->request_stop();
+  }
+  switch (try_start(t)) {
+    case Start::started: break;
+    case Start::refile:
+      if (refiled_after_shutdown(lk, t)) queue_.push(t);
+      return false;
+    case Start::gone: drop_cancelled(lk, t); return false;
+  }
+  running_stoppable_.push_back(t);
+  count_departed(1);
+  return true;
+}
+
+// ---- run: one execution, no lock held -----------------------------------------------------------
+// Starts and runs one execution. Leaves slot.started false if the task was cancelled or taken by
+// shutdown_now() while it waited in the batch.
+void Shard::run_task(Slot& slot, BatchClock& clock) {
+  TaskBase* t = slot.task;
+  if (!slot.started_at_pop) {
+    Start st = try_start(t);
+    slot.started = st == Start::started;
+    slot.refile = st == Start::refile;
+    if (!slot.started) return;
+    count_departed(1);  // (CT1) it left the queue (queue_size) the moment it started
+  }
+#if defined(KAIROS_SLOW_START_NS) && KAIROS_SLOW_START_NS > 0
+  // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.
+  for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
+#endif
+  // Poll mode: the poll's `now` (set by Shard::poll), one clock read per poll, not per task.
+  if (engine_.opt.record_lateness && !engine_.opt.poll_mode)
+    slot.start = clock.next_start([this] { return engine_.now_ns(); });
+  if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {  // (TI2)
+    t->ops->drop_callable(t);  // cancelled after it started: the runner owns the callable
+    return;
+  }
+  if (engine_.exec_hooks) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
+  finish_run(t, t->ops->invoke(t));  // a one-shot task's callable is gone when invoke returns
+}
+
+// After a run (the runner, no lock): completes a one-shot task's future, stops a periodic task
+// that threw, or computes its next deadline (here, at the end of the run: fixed delay needs it).
+void Shard::finish_run(TaskBase* t, bool ok) {
+  if (!t->periodic()) finish_one_shot(t, ok);
+  else if (!ok) fail_periodic(t);
+  else next_deadline(t);
+}
+
+void Shard::finish_one_shot(TaskBase* t, bool ok) {
+  if (ok) {
+    transition(t, kRunning, kNormal);
+  } else if (transition(t, kRunning, kExceptional) && (t->flags & kNoFuture)) {
+    report_uncaught(*engine_.on_uncaught, stored_error(t));
+  }
+}
+
+void Shard::fail_periodic(TaskBase* t) {
+  if (transition(t, kRunning, kExceptional)) {
+    periodic_failures_.fetch_add(1, std::memory_order_relaxed);
+    report_uncaught(*engine_.on_uncaught, stored_error(t));
+  }
+  t->ops->drop_callable(t);  // no run follows
+}
+
+// The runner owns t's deadline and seq between pop and re-queue; delay() reads the deadline
+// through an atomic_ref (relaxed: a snapshot).
+void Shard::next_deadline(TaskBase* t) noexcept {
+  auto* p = static_cast<PeriodicBase*>(t);
+  std::int64_t next;
+  bool never = __builtin_add_overflow(t->flags & kFixedDelay ? engine_.now_ns() : t->deadline, p->period, &next);
+  if (never) next = kMaxNs;
+  // A first run due "never" can only have been a caller_runs one; the next has a real time.
+  // Relaxed atomic stores: lifecycle calls read both as a snapshot (newest_key) without the lock.
+  std::atomic_ref<std::uint8_t>(t->never).store(never ? 1 : 0, std::memory_order_relaxed);
+  std::atomic_ref<std::int64_t>(t->deadline).store(next, std::memory_order_relaxed);
+}
+
+// ---- after the run: re-queue or bury, under mu_ -------------------------------------------------
+// Counts each task out, re-queues a periodic task or lets it go.
+// taken: shutdown_now() took the task before it started (it holds its own reference).
+void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
+  KAIROS_DCHECK(lk.owns_lock());
+  TaskBase* t = slot.task;
+  if (!slot.started) {
+    if (slot.refile && !taken) {  // re-armed after it was popped: still pending, back in line
+      if (!refiled_after_shutdown(lk, t)) return;
+      queue_.push(t);
+      if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
+      return;
+    }
+    if (taken) bury_later(t);   // counted out by shutdown_now()
+    else drop_cancelled(lk, t);  // cancelled while it waited in the batch
+    return;
+  }
+  bump(ran_);
+  if (engine_.opt.record_lateness) lateness_.record(sub_saturated(slot.start, slot.deadline));
+  if (t->flags & kStoppable) std::erase(running_stoppable_, t);
+  std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;  // (TI2)
+  if (t->periodic() && s == kRunning) {
+    RunState st = engine_.state();
+    bool may_continue = st == RunState::kActive ||
+                        (st == RunState::kShutdown &&
+                         engine_.continue_periodic.load(std::memory_order_acquire));  // (PO2)
+    if (may_continue && transition(t, kRunning, kPending)) {  // kQueued stays: it is queued again
+      count_departed(-1);
+      queue_.push(t);
+      if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
+      return;
+    }
+    if (transition(t, kRunning, kCancelled)) bump(cancelled_);
+  }
+  bury_later(t, t->periodic());  // a periodic task's callable goes with its last run
+}
+
+}  // namespace kairos::detail

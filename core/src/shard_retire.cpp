@@ -1,0 +1,254 @@
+// shard_retire.cpp: how tasks leave a shard without running, and how the shard ends: drop,
+// make room (discard_oldest), the shutdown policies, take pending (shutdown_now), and the settle
+// that every end goes through.
+//
+// Ownership (who may touch what):
+//   queue_, staged_, graveyard_, threads_alive_, pending_taken_   mu_; every call here takes it.
+//   a dropped task            its references and callable go after mu_ (bury_later, then
+//                             unlock_and_bury, shard.cpp): no user code runs under mu_.
+//   a task taken by shutdown_now   kOrphan: its scheduler reference now belongs to the caller.
+//   kRemoved                  set by whoever counted the task out at its cancel (shard_cancel.cpp,
+//                             make_room): nobody counts it out again (drop_cancelled).
+//
+// One exit. The shard's last thread (run_worker's exit, shard_leader.cpp), a thread that never
+// started, the poller's retirement (shard_poll.cpp), a submission that saw shutdown only after its
+// enqueue, and the destructor all end in settle_after_exit under mu_: whatever is still pending
+// there (in the inbox, confirmed or not, and in the queue) is cancelled and dropped. After
+// shutdown_now() took the tasks (pending_taken_), nothing is left for it but what raced the end.
+//
+// Edges (each names its partner):
+//   (CN3) wait_unpinned before a cancelled task's kRemoved is read (shard.hpp, shard_cancel.cpp).
+//   (CT1) count_departed for every task that leaves uncounted (shard.hpp).
+//   (RT1) take_pending: the kOrphan CAS acq_rel: no re-arm after it; its acquire sees the last
+//         re-arm's keys (pairs with RA2), so adopt_latest reads final keys.
+//   (RT2) make_room: kRemoved fetch_or relaxed: the victim's runner reads it under mu_, which
+//         orders it (the mutex is the edge; the atomic publishes nothing).
+#include <algorithm>
+
+#include "shard.hpp"
+
+namespace kairos::detail {
+
+// ---- drop ---------------------------------------------------------------------------------------
+// A task that leaves without running: counted as cancelled unless cancel() counted it already;
+// its references and callable are released after mu_.
+void Shard::drop(Lock& lk, TaskBase* t, bool drop_callable) {
+  KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
+  wait_unpinned(t);  // (CN3)
+  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  if ((s & kStateMask) == kCancelled && !(s & kRemoved)) bump(cancelled_);
+  bury_later(t, drop_callable);
+}
+
+// A task that left the queue or inbox cancelled: it leaves the count unless cancel() already
+// took it out (kRemoved). drop_callable: the caller won that cancel itself.
+void Shard::drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable) {
+  wait_unpinned(t);  // (CN3)
+  if (!(t->state.load(std::memory_order_acquire) & kRemoved)) count_departed(1);
+  drop(lk, t, drop_callable);
+}
+
+// ---- make room: discard_oldest ------------------------------------------------------------------
+// Cancels the earliest-deadline pending task: the head of the timer queue or a due task waiting
+// in a runner's batch, whichever is earlier. False if there is none.
+bool Shard::make_room() {
+  std::vector<TaskBase*> grave;
+  TaskBase* staged_victim = nullptr;  // its callable goes after mu_, under a reference of ours
+  Lock lk(mu_);
+  drain_all(lk);
+  wait_.wake();  // what was drained here may be earlier than the deadline the leader waits for
+  bool made = false;
+  while (!made) {
+    TaskBase* oldest = settled_head(lk);
+    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq, oldest->never_due()};
+    bool in_batch = false;
+    for (auto& staged : staged_)
+      for (TaskBase* t : staged) {
+        if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
+        std::optional<Key> k = newest_key(t);  // re-armed while it waited: re-filed at that key
+        if (k && (oldest == nullptr || *k < oldest_key)) {
+          oldest = t;
+          oldest_key = *k;
+          in_batch = true;
+        }
+      }
+    if (oldest == nullptr) break;
+    if (in_batch) {
+      // Its runner will find it cancelled and drop it; kRemoved: counted out here already.
+      if (!transition(oldest, kPending, kCancelled)) continue;  // started or cancelled meanwhile
+      oldest->state.fetch_or(kRemoved, std::memory_order_relaxed);  // (RT2) its runner reads it under mu_
+      count_departed(1);
+      bump(cancelled_);
+      add_ref(oldest);
+      staged_victim = oldest;
+    } else {
+      queue_.pop();
+      drop_cancelled(lk, oldest, transition(oldest, kPending, kCancelled));  // a retained cancelled
+                                                                             // task makes room too
+    }
+    made = true;
+  }
+  unlock_and_bury(lk, grave);
+  if (staged_victim != nullptr) {
+    staged_victim->ops->drop_callable(staged_victim);
+    if (staged_victim->state.load(std::memory_order_acquire) & kAwaited) wake_awaiters(staged_victim);  // (AW3)
+    release(staged_victim);
+  }
+  return made;
+}
+
+// ---- the policies of shutdown() -----------------------------------------------------------------
+void Shard::apply_shutdown() {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (threads_alive_ > 0) drain_all(lk);
+  apply_policies(lk);
+  wait_.wake();
+  followers_cv_.notify_all();
+  unlock_and_bury(lk, grave);
+}
+
+// After shutdown: cancels and removes what the policies no longer allow, and every cancelled task
+// retained in the queue. After shutdown_now() started, nothing: it takes them.
+void Shard::apply_policies(Lock& lk) {
+  KAIROS_DCHECK(lk.owns_lock());
+  if (engine_.state() >= RunState::kShutdownNow) return;
+  std::int64_t now = engine_.now_ns();
+  auto refused = [&](TaskBase* t) {
+    std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;  // (TI2)
+    return s == kCancelled || !allowed_after_shutdown(lk, t, now);
+  };
+  if (!reserve_graveyard(queue_.size())) {
+    // No memory to bury them now: cancelled in place (their callables go with their nodes),
+    // they leave the queue at their deadline like any retained cancelled task.
+    queue_.for_each([&](TaskBase* t) {
+      if (refused(t)) transition(t, kPending, kCancelled);
+    });
+    return;
+  }
+  queue_.remove_if(refused, [&](TaskBase* t) { drop_cancelled(lk, t, transition(t, kPending, kCancelled)); });
+}
+
+// The caller has seen run_state == kShutdown; a shutdown_now() racing it takes what is allowed
+// here: it needs mu_, which the caller holds. A re-armed task is judged at its newest deadline
+// (the one it will start at), not the one it is filed at: one re-armed to later must not slip
+// through as "due" after shutdown.
+bool Shard::allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept {
+  KAIROS_DCHECK(lk.owns_lock());
+  if (t->periodic()) return engine_.continue_periodic.load(std::memory_order_acquire);  // (PO2)
+  if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;                // (PO2)
+  if (!(t->flags & kRearmable)) return is_due(t, now);
+  std::optional<Key> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
+  return k ? (k->deadline <= now && !k->never) : is_due(t, now);
+}
+
+// ---- take pending: shutdown_now() ---------------------------------------------------------------
+// Every pending task of this shard leaves as an orphan, at its newest key (the order
+// shutdown_now() returns them in). The room it needs (the result, the graveyard) is made before
+// anything is taken: if the memory is not there, bad_alloc leaves with the tasks still here, for
+// a later shutdown_now() or the destructor (the engine's caller decides).
+void Shard::take_pending(std::vector<TaskBase*>& orphans) {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  auto take = [&](TaskBase* t) {
+    if (transition(t, kPending, kOrphan)) {  // (RT1) waits out a re-arm in progress (kRearming)
+      // No re-arm after kOrphan; the acquire of that CAS sees the last one's keys (RA2).
+      if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();
+      count_departed(1);
+      orphans.push_back(t);  // the scheduler's reference now belongs to the caller
+    } else {
+      drop_cancelled(lk, t);
+    }
+  };
+  for (bool settled = false; !settled;) {
+    settled = drain_all(lk);  // false: the queue could not take some in; they are taken from the inbox
+    std::size_t n = queue_.size() + inbox_.unconfirmed_count();
+    for (const std::vector<TaskBase*>& staged : staged_) n += staged.size();
+    orphans.reserve(orphans.size() + n);  // std::bad_alloc: nothing of this round taken yet
+    if (!reserve_graveyard(n)) throw std::bad_alloc();
+    inbox_.take_unconfirmed(take);
+    queue_.remove_if([](TaskBase*) { return true; }, take);
+  }
+  for (std::vector<TaskBase*>& staged : staged_) {
+    for (TaskBase*& t : staged) {
+      if (t != nullptr && transition(t, kPending, kOrphan)) {  // (RT1)
+        if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();  // as above
+        add_ref(t);  // the Task's; the runner releases the batch's own
+        count_departed(1);
+        orphans.push_back(t);
+        t = nullptr;
+      }
+    }
+  }
+  pending_taken_ = true;
+  for (TaskBase* t : running_stoppable_)
+    if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
+  wait_.wake();
+  followers_cv_.notify_all();
+  unlock_and_bury(lk, grave);
+}
+
+// The destructor, when shutdown_now() could not allocate its list: what waits in a runner's
+// batch is cancelled where it is (its runner drops it; its callable goes with its node), the
+// rest is left to settle_after_exit, which the exit of this shard's threads (or poller) runs.
+void Shard::cancel_pending_in_place() noexcept {
+  Lock lk(mu_);
+  for (std::vector<TaskBase*>& staged : staged_)
+    for (TaskBase* t : staged)
+      if (t != nullptr) transition(t, kPending, kCancelled);
+  pending_taken_ = true;
+  wait_.wake();
+  followers_cv_.notify_all();
+}
+
+// ---- settle: the one exit -----------------------------------------------------------------------
+void Shard::add_thread() {
+  std::lock_guard lk(mu_);
+  ++threads_alive_;
+}
+
+void Shard::thread_not_started() noexcept {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (--threads_alive_ == 0) settle_after_exit(lk);
+  unlock_and_bury(lk, grave);
+}
+
+// A submission that saw the scheduler shut down only after it was enqueued. Under mu_ the shard's
+// threads are either still there (they will drain it: their exit waits for the inbox to settle)
+// or gone; then this thread drains the inbox and settles what it finds.
+void Shard::after_racing_shutdown() {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (threads_alive_ == 0) settle_after_exit(lk);
+  else wait_.wake();
+  unlock_and_bury(lk, grave);
+}
+
+// The destructor, after the threads are gone.
+void Shard::settle_if_dead() {
+  std::vector<TaskBase*> grave;
+  Lock lk(mu_);
+  if (threads_alive_ == 0) settle_after_exit(lk);
+  unlock_and_bury(lk, grave);
+}
+
+// The shard's last thread is gone: nothing may stay pending in it.
+void Shard::settle_after_exit(Lock& lk) {
+  KAIROS_DCHECK(lk.owns_lock() && threads_alive_ == 0);
+  // No order is needed here: everything left is cancelled, in place (no list of them is built).
+  auto drop_one = [&](TaskBase* t) { drop_cancelled(lk, t, transition(t, kPending, kCancelled)); };
+  (void)reserve_graveyard(queue_.size() + inbox_.unconfirmed_count());
+  inbox_.take_unconfirmed(drop_one);
+  do {
+    inbox_.drain(
+        [&](std::span<TaskBase* const> confirmed) {
+          for (TaskBase* t : confirmed) drop_one(t);
+          return confirmed.size();
+        },
+        [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
+  } while (inbox_.has_unconfirmed());
+  queue_.remove_if([](TaskBase*) { return true; }, drop_one);
+}
+
+}  // namespace kairos::detail
