@@ -18,8 +18,9 @@ TEST(RecordModel, WorkloadTableNamesEveryStandardWorkload) {
   ASSERT_NE(records::find_workload("W1"), nullptr);
   EXPECT_EQ(records::find_workload("W1")->varies, "producers");
   EXPECT_EQ(records::find_workload("W5")->varies, "timers");
-  EXPECT_EQ(records::workload_ids(), (std::vector<std::string>{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"}));
-  // kairos-lat's default -w: W8 and W9 run only when asked.
+  EXPECT_EQ(records::workload_ids(), (std::vector<std::string>{"W1", "W2", "W2b", "W3", "W4", "W5", "W6", "W7", "W8", "W9"}));
+  EXPECT_EQ(records::workload_name("W2b"), "timeout-churn-two-class");
+  // kairos-lat's default -w: W2b, W8 and W9 run only when asked.
   EXPECT_EQ(records::default_workloads(), "W1,W2,W3,W4,W5,W6,W7");
 }
 
