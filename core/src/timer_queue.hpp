@@ -99,7 +99,7 @@ class TimerQueue {
   }
 
   // Growth happens here only. The shard keeps the heap's capacity at least the number of tasks
-  // it may hold (queued, out in a batch, and the ones it is about to accept: Shard::accept_all),
+  // it may hold (queued, out in a batch, and the ones it is about to take in: Shard::take_in_all),
   // so push() never grows the heap: every task may end in the heap, and a run falls back to it
   // when its ring cannot grow. False (nothing changed) if the memory is not there.
   [[nodiscard]] bool try_reserve(std::size_t n) noexcept { return heap_.try_reserve(n); }

@@ -38,7 +38,7 @@ class SchedulerCore {
   // discard_oldest.
   virtual void submit(TaskBase* t, std::int64_t deadline, bool never) = 0;
   // A cancel that won kPending -> kCancelled|kPin on an attached task (`queued`: the leader had
-  // accepted it): counts it out and posts a remove request under remove-on-cancel, then clears
+  // taken it into its timer queue): counts it out and posts a remove request under remove-on-cancel, then clears
   // the pin. The task is attached, so this scheduler is alive until the pin clears.
   virtual void on_cancelled(TaskBase* t, bool queued) noexcept = 0;
   // rearm() of t (re-armable, held in kRearming by the caller): records the new deadline with a
