@@ -106,7 +106,10 @@ class Inbox {
       // for more than kMaxPasses passes in a row, and not at all when memory is short.
       if (unconfirmed_.size() + chunk > unconfirmed_.capacity() && !grow_unconfirmed()) break;
       std::size_t n = queue_.try_dequeue_bulk(buf, chunk);  // (IN3) acquire inside moodycamel, pairs with (IN2)
-      if (n < chunk) confirm(take_in);  // a complete pass: what was seen before it is confirmed
+      if (n < chunk) {  // a complete pass: what was seen before it is confirmed
+        ++complete_passes_;
+        confirm(take_in);
+      }
       for (std::size_t i = 0; i < n; ++i) {
         auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
         if (bits & kTags) {
@@ -139,15 +142,24 @@ class Inbox {
   // and been confirmed; later submissions may arrive too, but are not waited for. Under steady
   // producers this ends: draining "until empty" would not. What the poller and next_deadline()
   // need (a submission that returned before the call is taken into account by it).
+  // The count alone proves nothing about one submission: drained() also counts later items that
+  // a pass met first (moodycamel visits producers in no fixed order), so it can reach `counted`
+  // while a submission enqueued before the call still sits in its producer's sub-queue. A
+  // complete pass begun during the call visited every sub-queue, so it saw every item enqueued
+  // before the call: that is what is waited for, beside the count (a counted producer between
+  // its seq and its enqueue) and the confirmation of what was seen.
   template <class TakeIn, class Request>
   void drain_through(std::uint64_t counted, std::uint64_t seq_bound, TakeIn&& take_in, Request&& request) {
+    const std::uint64_t passes_before = complete_passes_;
     // First an ordinary drain (the common case: it takes everything in). Then wide passes: a pass
     // confirms only if it comes back short, and under producers nearly as fast as this drain a
     // 256-item pass rarely does; a 4,096-item one does.
     for (int i = 0;; ++i) {
       if (i == 0) drain(take_in, request);
       else drain(take_in, request, kMaxPasses / 8, kWideChunk);
-      if (drained() >= std::min(counted, submitted()) && !holds_unconfirmed_before(seq_bound)) return;
+      if (complete_passes_ != passes_before && drained() >= std::min(counted, submitted()) &&
+          !holds_unconfirmed_before(seq_bound))
+        return;
       if (refused_) return;  // the timer queue cannot take them in: memory is short
       if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue
     }
@@ -212,6 +224,7 @@ class Inbox {
   std::vector<TaskBase*> unconfirmed_;
   std::unique_ptr<TaskBase*[]> pass_buffer_;  // one pass's items (kWideChunk: drain_through's)
   bool refused_ = false;  // see take_in_refused()
+  std::uint64_t complete_passes_ = 0;  // passes that came back short (drain_through)
 };
 // Producers' counters, the requests' counters, the queue and the leader's counters: four lines apart.
 static_assert(alignof(Inbox) == kCacheLine);

@@ -114,6 +114,7 @@ class TscClock {
   static constexpr std::int64_t kRollNs = 500'000'000;        // ... and at most about twice that
   static constexpr std::int64_t kDenseNs = 4 * kWindowNs;     // misses this close refresh the record
   static constexpr std::int64_t kGiveUpNs = 2'000'000'000;    // no rate by then: clock reads
+  static constexpr std::int64_t kCalibrationStepNs = 250'000;  // while calibrating: an anchor per step at most
   // B above: the most a value exceeds CLOCK_MONOTONIC at the call (or a read right after it).
   static constexpr std::int64_t kLateBoundNs =
       kMaxGapNs + (kMaxGapNs >> kMarginShift) + 1 + 2 * (kWindowNs >> kMarginShift) + 3;
@@ -230,8 +231,16 @@ class TscClock {
     // (monotone), and only for calls that come often (a miss within kDenseNs of the previous
     // one: a thread submitting less often than that pays a clock read and one store, and the
     // refresh would not serve it); or when the counter looks reset. One writer; the rest go on.
+    // While calibrating (no record was ever published: cap is LLONG_MIN), one anchor per
+    // kCalibrationStepNs is enough (the rate needs two kMinBaselineNs apart): the other calls pay
+    // a clock read and a relaxed load, not the lock. A record without a window after a kill
+    // (switching to clock reads) is written by every call, as before.
     bool write = r.window == 0;
-    if (!write && expired && m >= r.cap) {
+    if (write && r.cap == LLONG_MIN) {
+      write = m - last_calibration_ns_.load(std::memory_order_relaxed) >= kCalibrationStepNs;
+      if (write) last_calibration_ns_.store(m, std::memory_order_relaxed);  // a hint: publishes nothing
+    }
+    if (!write && r.window != 0 && expired && m >= r.cap) {
       write = m - last_miss_ns_.load(std::memory_order_relaxed) < kDenseNs;
       last_miss_ns_.store(m, std::memory_order_relaxed);  // a hint: publishes nothing
     }
@@ -356,6 +365,7 @@ class TscClock {
   std::atomic<std::int64_t> floor_{LLONG_MIN};  // the previous record's cap
   // -- any slow call: the clock value of the latest miss of an expired record (relaxed hint) ---
   alignas(64) std::atomic<std::int64_t> last_miss_ns_{LLONG_MIN / 2};
+  std::atomic<std::int64_t> last_calibration_ns_{LLONG_MIN / 2};  // any slow call, relaxed: a hint
   // -- the writer holding seq_ odd only --------------------------------------------------------
   alignas(64) double rate_ = 0;  // ns per tick; 0: not measured yet
   bool have_base_ = false, have_next_ = false, dead_ = false;

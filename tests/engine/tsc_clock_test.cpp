@@ -236,6 +236,29 @@ TEST(TscClock, LooseAnchorsAreNotUsed) {
 
 // A record is refreshed only for misses that come often: calls far apart read the clock and
 // write nothing; two close ones refresh it, and the next calls are answered from the record.
+// A fresh process submits at full speed while the rate is still measured (50 ms): those calls
+// read the clock, and only one per kCalibrationStepNs takes the writer's lock for an anchor.
+TEST(TscClock, WhileCalibratingOneAnchorPerStep) {
+  FakeTime time;
+  FakeClock c(FakeTicks{&time});
+  c.now();  // the first anchor
+  const std::uint64_t w = c.writes();
+  Checker ck;
+  for (int i = 0; i < 1000; ++i) {  // 1,000 calls within far less than one step
+    const std::int64_t before = time.f(time.tick);
+    const std::int64_t v = c.now();
+    ck.check(before, v, time.f(time.tick));
+  }
+  EXPECT_EQ(c.writes(), w) << "calls within one step take no anchor";
+  EXPECT_EQ(ck.early, 0);
+  EXPECT_EQ(ck.backwards, 0);
+  time.pass_ns(FakeClock::kCalibrationStepNs);
+  c.now();
+  EXPECT_EQ(c.writes(), w + 1) << "the next step's first call takes one";
+  EXPECT_FALSE(c.calibrated());
+  calibrate(c, time);  // and the rate still comes after its baseline
+}
+
 TEST(TscClock, OnlyCloseMissesRefreshTheRecord) {
   FakeTime time;
   FakeClock c(FakeTicks{&time});
