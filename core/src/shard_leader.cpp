@@ -372,6 +372,9 @@ void Shard::finish_run(TaskBase* t, bool ok) {
 
 void Shard::finish_one_shot(TaskBase* t, bool ok) {
   if (ok) {
+    // Nobody holds a handle (execute(), a dropped future): no one can read the result, wait for
+    // it or cancel, so the run ends without the CAS and the node goes at its burial (RC2).
+    if (sole_owner(t)) return;
     transition(t, kRunning, kNormal);
   } else if (transition(t, kRunning, kExceptional) && (t->flags & kNoFuture)) {
     report_uncaught(*engine_.on_uncaught, stored_error(t));

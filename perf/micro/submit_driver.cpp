@@ -5,7 +5,11 @@
 // `perf stat -e instructions` or plain callgrind gives the same by difference.
 // With "cancel" as second argument, remove-on-cancel is on and each task is cancelled right after
 // it was scheduled (the W2 pair, lag 0); the loop is then cancel_loop.
-// Usage: kairos_submit_driver [N [cancel]]   (default N = 100000)
+// With "execute" or "schedule0" the tasks are due at once (the W6 shape: `execute(f)`, or
+// `schedule(f, 0)` with the handle dropped) and the program waits until all of them ran: the
+// whole program's count at two values of N, by difference, is the cost of one task from submit
+// to burial, the scheduler's thread included.
+// Usage: kairos_submit_driver [N [cancel|execute|schedule0]]   (default N = 100000)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,18 +38,35 @@ struct NoOp {
   return cancelled;
 }
 
+[[gnu::noinline]] void execute_loop(kairos::Scheduler& sched, long n, bool with_future) {
+  for (long i = 0; i < n; ++i) {
+    if (with_future) sched.schedule(NoOp{}, 0ns);
+    else sched.execute(NoOp{});
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   long n = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 100'000;
-  bool cancel = argc > 2 && std::strcmp(argv[2], "cancel") == 0;
-  if (n <= 0 || (argc > 2 && !cancel)) {
-    std::fprintf(stderr, "usage: %s [N > 0 [cancel]]\n", argv[0]);
+  const char* mode = argc > 2 ? argv[2] : "";
+  bool cancel = std::strcmp(mode, "cancel") == 0;
+  bool execute = std::strcmp(mode, "execute") == 0;
+  bool schedule0 = std::strcmp(mode, "schedule0") == 0;
+  if (n <= 0 || (argc > 2 && !cancel && !execute && !schedule0)) {
+    std::fprintf(stderr, "usage: %s [N > 0 [cancel|execute|schedule0]]\n", argv[0]);
     return 2;
   }
   kairos::Options options;
   options.remove_on_cancel = cancel;
   kairos::Scheduler sched(options);
+  if (execute || schedule0) {
+    execute_loop(sched, n, schedule0);
+    bool idle = sched.wait_idle(60s);
+    std::uint64_t ran = sched.stats().total().ran;
+    std::printf("submitted %ld, ran %llu\n", n, static_cast<unsigned long long>(ran));
+    return idle && ran == static_cast<std::uint64_t>(n) ? 0 : 1;
+  }
   long expected = n;
   if (cancel) {
     long cancelled = cancel_loop(sched, n);
