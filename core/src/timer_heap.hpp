@@ -1,12 +1,23 @@
-// timer_heap.hpp: indexed 4-ary min-heap of one shard's pending tasks.
+// timer_heap.hpp: indexed 4-ary min-heap of one shard's pending tasks, in 4-byte slots.
 // Threads: guarded by the shard's lock; no member is thread-safe.
 // Order:   earliest deadline first; equal deadlines in submission order (seq).
 // Cost:    push, pop and erase are O(log n); every task stores its slot (heap_index), so erase
 //          never scans and never waits for the task to reach the top. 4-ary: half the depth of a
-//          binary heap, and the four children of a slot share one or two cache lines.
+//          binary heap, and the four children of a slot share one cache line.
+// Slots:   a slot holds a task in 4 bytes, not 8: a pending timer costs its node and one slot,
+//          and at a million timers 4 bytes is a tenth of the total (W5). Nodes are 8-byte aligned
+//          and the task pool's slabs lie close together, so a slot is the node's distance from
+//          base_ in units of 8 bytes (bit 31 clear): a window of 16 GiB, placed around the first
+//          node the heap sees. A node outside the window (operator new's memory far from the
+//          slabs, a huge process) is held in the side table wide_, and its slot is kWide | its
+//          index there. Every operation works on both kinds; a window of a few KiB (tests) sends
+//          most nodes to the side table.
+// Memory:  try_reserve() is the only growth: it reserves n slots and n side-table entries (the
+//          worst case; address space, not resident memory, until used: page_array.hpp), so push
+//          never allocates.
 #pragma once
 #include <cstdint>
-#include <span>
+#include <new>
 
 #include <kairos/detail/task.hpp>
 
@@ -16,25 +27,39 @@ namespace kairos::detail {
 
 class TimerHeap {
  public:
+  static constexpr std::uint64_t kWindowBytes = std::uint64_t{1} << 34;  // 2^31 slots of 8 bytes
+
+  // window_bytes: the span of addresses held in a slot itself (tests make it small).
+  explicit TimerHeap(std::uint64_t window_bytes = kWindowBytes) noexcept
+      : window_(window_bytes < kWindowBytes ? window_bytes : kWindowBytes) {}
+
   // Equal deadlines: submission order (seq), except that a task never due (its deadline is the
   // largest) sorts after one that falls due at the end of a ManualClock's time (filed_before).
   static bool before(const TaskBase* a, const TaskBase* b) noexcept { return filed_before(a, b); }
 
   bool empty() const noexcept { return v_.empty(); }
   std::size_t size() const noexcept { return v_.size(); }
-  TaskBase* top() const noexcept { return v_.front(); }
-  std::span<TaskBase* const> items() const noexcept { return v_.items(); }
+  TaskBase* top() const noexcept { return at(0); }
+  TaskBase* at(std::size_t i) const noexcept { return decode(v_[i]); }
+  // Tasks in the side table (tests: the window was left).
+  std::size_t wide() const noexcept { return wide_used_; }
 
-  // true iff t became the earliest.
+  // true iff t became the earliest. Within the capacity try_reserve() made it never allocates;
+  // beyond it, it grows or throws std::bad_alloc with nothing changed.
   bool push(TaskBase* t) {
-    v_.push_back(t);
+    if (v_.size() == v_.capacity() || (wide_free_ == kNoFree && wide_.size() == wide_.capacity())) {
+      const std::size_t n = 2 * v_.size() + 1;
+      v_.reserve(n);
+      wide_.reserve(n);
+    }
+    v_.push_back(encode(t));
     std::size_t i = v_.size() - 1;
     t->heap_index = static_cast<std::uint32_t>(i);
     return sift_up(i) == 0;
   }
 
   TaskBase* pop() noexcept {
-    TaskBase* t = v_.front();
+    TaskBase* t = top();
     erase_at(0);
     return t;
   }
@@ -42,19 +67,31 @@ class TimerHeap {
   // false if t is not in this heap.
   bool erase(TaskBase* t) noexcept {
     std::uint32_t i = t->heap_index;
-    if (i == kNotInHeap || i >= v_.size() || v_[i] != t) return false;
+    if (i == kNotInHeap || i >= v_.size() || at(i) != t) return false;
     erase_at(i);
     return true;
   }
 
   void clear() noexcept {
-    for (TaskBase* t : v_.items()) t->heap_index = kNotInHeap;
+    for (std::size_t i = 0; i < v_.size(); ++i) at(i)->heap_index = kNotInHeap;
     v_.clear();
+    wide_.clear();
+    wide_free_ = kNoFree;
+    wide_used_ = 0;
   }
 
-  void reserve(std::size_t n) { v_.reserve(n); }
-  bool try_reserve(std::size_t n) noexcept { return v_.try_reserve(n); }
-  std::size_t capacity() const noexcept { return v_.capacity(); }
+  // Capacity for n tasks, slots and side table alike. False (nothing changed that matters) if
+  // the memory is not there.
+  [[nodiscard]] bool try_reserve(std::size_t n) noexcept { return v_.try_reserve(n) && wide_.try_reserve(n); }
+  void reserve(std::size_t n) {  // as try_reserve, or std::bad_alloc
+    if (!try_reserve(n)) throw std::bad_alloc();
+  }
+  std::size_t capacity() const noexcept { return v_.capacity() < wide_.capacity() ? v_.capacity() : wide_.capacity(); }
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::size_t i = 0; i < v_.size(); ++i) fn(at(i));
+  }
 
   // Removes every task for which pred(t) holds and hands it to out(t), then restores heap
   // order: O(n), in place (no allocation).
@@ -62,86 +99,134 @@ class TimerHeap {
   void remove_if(Pred&& pred, Out&& out) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < v_.size(); ++i) {
-      TaskBase* t = v_[i];
+      const std::uint32_t v = v_[i];
+      TaskBase* t = decode(v);
       if (pred(t)) {
         t->heap_index = kNotInHeap;
+        forget(v);
         out(t);
       } else {
-        v_[kept++] = t;
+        v_[kept++] = v;
       }
     }
     while (v_.size() > kept) v_.pop_back();
-    for (std::size_t i = 0; i < v_.size(); ++i) v_[i]->heap_index = static_cast<std::uint32_t>(i);
+    for (std::size_t i = 0; i < v_.size(); ++i) at(i)->heap_index = static_cast<std::uint32_t>(i);
     for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
       if (i < v_.size()) sift_down(i);
   }
 
-  // Replaces the contents with `items` (any order) and restores heap order: O(n). No more items
-  // than the heap held: no allocation.
-  void assign(std::span<TaskBase* const> items) noexcept {
-    for (TaskBase* t : v_.items()) t->heap_index = kNotInHeap;
-    v_.assign(items);
-    for (std::size_t i = 0; i < v_.size(); ++i) v_[i]->heap_index = static_cast<std::uint32_t>(i);
-    for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
-      if (i < v_.size()) sift_down(i);
-  }
-
-  // Heap order and every heap_index; tests call it.
+  // Heap order, every heap_index, and the side table's count; tests call it.
   bool check_invariants() const noexcept {
+    std::size_t wide = 0;
     for (std::size_t i = 0; i < v_.size(); ++i) {
-      if (v_[i]->heap_index != i) return false;
-      if (i > 0 && before(v_[i], v_[(i - 1) / kArity])) return false;
+      if (at(i)->heap_index != i) return false;
+      if (i > 0 && before(at(i), at((i - 1) / kArity))) return false;
+      wide += (v_[i] & kWide) != 0;
     }
-    return true;
+    return wide == wide_used_;
   }
 
  private:
   static constexpr std::size_t kArity = 4;
+  static constexpr std::uint32_t kWide = 0x80000000u;
+  static constexpr std::uintptr_t kNoFree = ~std::uintptr_t{0};
 
-  void place(std::size_t i, TaskBase* t) noexcept {
-    v_[i] = t;
-    t->heap_index = static_cast<std::uint32_t>(i);
+  // A slot for t: its distance from base_ if within the window, else a side-table entry.
+  std::uint32_t encode(TaskBase* t) noexcept {
+    const auto a = reinterpret_cast<std::uintptr_t>(t);
+    if (!based_) {  // the window is centred on the first node
+      base_ = a > window_ / 2 ? (a - window_ / 2) & ~std::uintptr_t{7} : 0;
+      based_ = true;
+    }
+    if (a >= base_ && a - base_ < window_ && (a & 7) == 0) return static_cast<std::uint32_t>((a - base_) >> 3);
+    std::size_t k;
+    if (wide_free_ != kNoFree) {  // a free entry holds its successor's index + 1, shifted, low bit set
+      k = wide_free_;
+      wide_free_ = (wide_[k] >> 1) - 1;  // kNoFree after the last
+      wide_[k] = a;
+    } else {
+      k = wide_.size();
+      wide_.push_back(a);  // within the capacity push() checked: no growth
+    }
+    ++wide_used_;
+    return kWide | static_cast<std::uint32_t>(k);
+  }
+
+  TaskBase* decode(std::uint32_t v) const noexcept {
+    if (v & kWide) [[unlikely]]
+      return reinterpret_cast<TaskBase*>(wide_[v & ~kWide]);
+    return reinterpret_cast<TaskBase*>(base_ + (static_cast<std::uintptr_t>(v) << 3));
+  }
+
+  // The slot v leaves the heap: its side-table entry, if any, is free again.
+  void forget(std::uint32_t v) noexcept {
+    if (!(v & kWide)) return;
+    const std::size_t k = v & ~kWide;
+    wide_[k] = ((wide_free_ + 1) << 1) | 1;  // odd: never a node's address
+    wide_free_ = k;
+    --wide_used_;
+  }
+
+  void place(std::size_t i, std::uint32_t v) noexcept {
+    v_[i] = v;
+    decode(v)->heap_index = static_cast<std::uint32_t>(i);
   }
 
   std::size_t sift_up(std::size_t i) noexcept {
-    TaskBase* t = v_[i];
+    const std::uint32_t v = v_[i];
+    const TaskBase* t = decode(v);
     while (i > 0) {
       std::size_t p = (i - 1) / kArity;
-      if (!before(t, v_[p])) break;
+      if (!before(t, at(p))) break;
       place(i, v_[p]);
       i = p;
     }
-    place(i, t);
+    place(i, v);
     return i;
   }
 
   void sift_down(std::size_t i) noexcept {
-    TaskBase* t = v_[i];
+    const std::uint32_t v = v_[i];
+    const TaskBase* t = decode(v);
     const std::size_t n = v_.size();
     for (;;) {
       std::size_t c = i * kArity + 1;
       if (c >= n) break;
       std::size_t best = c;
+      const TaskBase* b = at(c);
       std::size_t end = c + kArity < n ? c + kArity : n;
-      for (std::size_t k = c + 1; k < end; ++k)
-        if (before(v_[k], v_[best])) best = k;
-      if (!before(v_[best], t)) break;
+      for (std::size_t k = c + 1; k < end; ++k) {
+        const TaskBase* x = at(k);
+        if (before(x, b)) {
+          best = k;
+          b = x;
+        }
+      }
+      if (!before(b, t)) break;
       place(i, v_[best]);
       i = best;
     }
-    place(i, t);
+    place(i, v);
   }
 
   void erase_at(std::size_t i) noexcept {
-    v_[i]->heap_index = kNotInHeap;
-    TaskBase* last = v_.back();
+    const std::uint32_t gone = v_[i];
+    decode(gone)->heap_index = kNotInHeap;
+    forget(gone);
+    const std::uint32_t last = v_.back();
     v_.pop_back();
     if (i == v_.size()) return;
     place(i, last);
     if (sift_up(i) == i) sift_down(i);
   }
 
-  PageArray<TaskBase*> v_;  // grows in place: no freed copies left resident (page_array.hpp)
+  PageArray<std::uint32_t> v_;     // the heap's slots; grows in place (page_array.hpp)
+  PageArray<std::uintptr_t> wide_;  // side table: a node's address, or a free entry's link
+  std::uintptr_t wide_free_ = kNoFree;  // first free side-table entry
+  std::size_t wide_used_ = 0;
+  std::uintptr_t base_ = 0;  // address of slot value 0 (set by the first encode)
+  bool based_ = false;
+  std::uint64_t window_;
 };
 
 }  // namespace kairos::detail

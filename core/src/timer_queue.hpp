@@ -51,6 +51,9 @@ class TimerQueue {
  public:
   static constexpr unsigned kRuns = SortedRun::kMaxRuns;
 
+  // heap_window: the heap's slot window (timer_heap.hpp; tests make it small).
+  explicit TimerQueue(std::uint64_t heap_window = TimerHeap::kWindowBytes) noexcept : heap_(heap_window) {}
+
   bool empty() const noexcept { return heap_.empty() && first_ == kNoRun; }
   std::size_t size() const noexcept {
     std::size_t n = heap_.size();
@@ -149,7 +152,7 @@ class TimerQueue {
 
   template <class Fn>
   void for_each(Fn&& fn) const {
-    for (TaskBase* t : heap_.items()) fn(t);
+    heap_.for_each(fn);
     for (const SortedRun& r : runs_) r.for_each(fn);
   }
 

@@ -3,6 +3,7 @@
 // runs and heap, and a queue whose arrays cannot grow still takes every task.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
@@ -10,6 +11,7 @@
 #include <random>
 #include <set>
 #include <unordered_map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -354,7 +356,14 @@ TEST(TimerQueue, EqualDeadlinesInARunAndTheHeapLeaveBySeq) {
 
 // Millions of pushes, pops and erases against a std::multiset: keys from four fixed delays
 // (zero included), random delays, earlier than now, and never due; nodes are reused.
-TEST(TimerQueue, MillionsOfMixedOperationsMatchAMultiset) {
+// The heap's slots hold their node (the default window), or most nodes sit in its side table (a
+// window of 64 bytes: timer_heap.hpp); order and erase are the same either way.
+class TimerQueueHeapWindow : public ::testing::TestWithParam<std::uint64_t> {};
+
+INSTANTIATE_TEST_SUITE_P(HeapWindows, TimerQueueHeapWindow, ::testing::Values(TimerHeap::kWindowBytes, std::uint64_t{64}),
+                         [](const ::testing::TestParamInfo<std::uint64_t>& p) { return "window_" + std::to_string(p.param); });
+
+TEST_P(TimerQueueHeapWindow, MillionsOfMixedOperationsMatchAMultiset) {
   constexpr std::size_t kNodes = 40000;
   constexpr std::size_t kSteps = 3'000'000;
   auto nodes = make_nodes(kNodes);
@@ -370,14 +379,14 @@ TEST(TimerQueue, MillionsOfMixedOperationsMatchAMultiset) {
     where.erase(t);
     free_nodes.push_back(t);
   };
-  TimerQueue q;
+  TimerQueue q(GetParam());
   std::multiset<Key> ref;
   std::mt19937_64 rng(2024);
   const std::int64_t delays[] = {0, 100'000, 1'000'000, 10'000'000};
   std::int64_t now = 0;
   std::uint64_t seq = 0;
   std::array<std::size_t, TimerQueue::kRuns> pushed_to_run{};
-  std::size_t pushed_to_heap = 0, erased = 0, popped = 0;
+  std::size_t pushed_to_heap = 0, erased = 0, popped = 0, most_wide = 0;
   for (std::size_t step = 0; step < kSteps; ++step) {
     const std::uint64_t op = rng() % 100;
     if (op < 50 && !free_nodes.empty()) {
@@ -418,6 +427,7 @@ TEST(TimerQueue, MillionsOfMixedOperationsMatchAMultiset) {
     }
     now += static_cast<std::int64_t>(rng() % 200);
     ASSERT_EQ(q.size(), ref.size());
+    most_wide = std::max(most_wide, q.heap().wide());
     if (step % 100'003 == 0) {
       ASSERT_TRUE(q.check_invariants()) << "step " << step;
     }
@@ -427,6 +437,8 @@ TEST(TimerQueue, MillionsOfMixedOperationsMatchAMultiset) {
               static_cast<unsigned long long>(q.moved_to_heap()), erased, popped);
   for (std::size_t n : pushed_to_run) EXPECT_GT(n, 10'000u);  // every run was exercised
   EXPECT_GT(pushed_to_heap, 10'000u);                         // and so was the heap
+  if (GetParam() == 64) EXPECT_GT(most_wide, 1'000u);          // and its side table
+  else EXPECT_EQ(most_wide, 0u);
   while (!q.empty()) {
     TaskBase* t = q.pop();
     ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
