@@ -20,6 +20,48 @@ struct W2Params {
   std::size_t sample_every = 64;
 };
 
+// The loop W2 and W2b share: task i is scheduled with delay_of(i) into ring[i % window], then
+// task i - window (the slot's previous handle) is cancelled. Writes pairs_per_s, ns_per_pair, the
+// sampled pair latencies, cancels_won, drained and pending_at_end into r. The bodies write into
+// sink (window slots).
+template <class System, class DelayOf>
+void run_churn(System& sys, std::size_t iterations, std::size_t sample_every, DelayOf&& delay_of, StartSlots& sink,
+               std::vector<typename System::Handle>& ring, RunResult& r) {
+  const std::size_t window = ring.size();
+  std::vector<std::int64_t> samples;
+  samples.reserve(iterations / sample_every + 1);
+  std::size_t cancelled = 0;
+
+  SampleClock sampled(sample_every, 7);
+  std::int64_t start = now_ns();
+  for (std::size_t i = 0; i < iterations; ++i) {
+    std::size_t k = i % window;
+    auto* slot = sink.at(k);
+    auto body = [slot] { slot->store(now_ns(), std::memory_order_release); };
+    if (sampled(i)) {
+      std::int64_t a = now_ns();
+      auto h = sys.schedule(body, delay_of(i));
+      if (i >= window) cancelled += System::cancel(ring[k]);
+      ring[k] = std::move(h);
+      samples.push_back(now_ns() - a);
+    } else {
+      auto h = sys.schedule(body, delay_of(i));
+      if (i >= window) cancelled += System::cancel(ring[k]);
+      ring[k] = std::move(h);
+    }
+  }
+  std::int64_t end = now_ns();
+
+  double secs = static_cast<double>(end - start) * 1e-9;
+  r.figure("pairs_per_s", static_cast<double>(iterations) / secs);
+  r.figure("ns_per_pair", static_cast<double>(end - start) / static_cast<double>(iterations));
+  add_percentiles(r, samples, false);
+  r.figure("cancels_won", static_cast<std::int64_t>(cancelled));
+  bool drained = sys.drain(std::chrono::seconds(30));
+  r.figure("drained", static_cast<std::int64_t>(drained));
+  r.figure("pending_at_end", static_cast<std::int64_t>(sys.queue_size()));
+}
+
 template <class System>
 RunResult run_w2(System& sys, const SystemConfig& cfg, const W2Params& p) {
   RunResult r;
@@ -31,38 +73,7 @@ RunResult run_w2(System& sys, const SystemConfig& cfg, const W2Params& p) {
 
   StartSlots sink(p.window);
   std::vector<typename System::Handle> ring(p.window);
-  std::vector<std::int64_t> samples;
-  samples.reserve(p.iterations / p.sample_every + 1);
-  std::size_t cancelled = 0;
-
-  SampleClock sampled(p.sample_every, 7);
-  std::int64_t start = now_ns();
-  for (std::size_t i = 0; i < p.iterations; ++i) {
-    std::size_t k = i % p.window;
-    auto* slot = sink.at(k);
-    auto body = [slot] { slot->store(now_ns(), std::memory_order_release); };
-    if (sampled(i)) {
-      std::int64_t a = now_ns();
-      auto h = sys.schedule(body, p.delay_ns);
-      if (i >= p.window) cancelled += System::cancel(ring[k]);
-      ring[k] = std::move(h);
-      samples.push_back(now_ns() - a);
-    } else {
-      auto h = sys.schedule(body, p.delay_ns);
-      if (i >= p.window) cancelled += System::cancel(ring[k]);
-      ring[k] = std::move(h);
-    }
-  }
-  std::int64_t end = now_ns();
-
-  double secs = static_cast<double>(end - start) * 1e-9;
-  r.figure("pairs_per_s", static_cast<double>(p.iterations) / secs);
-  r.figure("ns_per_pair", static_cast<double>(end - start) / static_cast<double>(p.iterations));
-  add_percentiles(r, samples, false);
-  r.figure("cancels_won", static_cast<std::int64_t>(cancelled));
-  bool drained = sys.drain(std::chrono::seconds(30));
-  r.figure("drained", static_cast<std::int64_t>(drained));
-  r.figure("pending_at_end", static_cast<std::int64_t>(sys.queue_size()));
+  run_churn(sys, p.iterations, p.sample_every, [&](std::size_t) { return p.delay_ns; }, sink, ring, r);
   return r;
 }
 

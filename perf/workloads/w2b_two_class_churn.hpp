@@ -4,8 +4,8 @@
 // Why: W2 has one fixed delay, so its deadlines arrive in order; real timeout traffic mixes a few
 // fixed delays (a request timeout and a session timeout), which interleave two rising streams.
 // A scheduler that keeps only one of them in order pays for the other (kairos: a sorted run per
-// delay class, core/src/timer_queue.hpp). Same shape and figures as W2 (w2_timeout_churn.hpp),
-// sized by the same iterations and window: pairs/s, one pair in every 64 timed (at a random
+// delay class, core/src/timer_queue.hpp). W2's loop (run_churn in w2_timeout_churn.hpp), its
+// figures, sized by the same iterations and window: pairs/s, one pair in every 64 timed (at a random
 // position in each block of 64), and the pending count once every call has been applied (must be
 // exactly `window`: the first short timeout left pending is due 100 ms after the loop, long after
 // that count is read).
@@ -51,39 +51,8 @@ RunResult run_w2b(System& sys, const SystemConfig& cfg, const W2bParams& p) {
 
   StartSlots sink(p.window);
   std::vector<typename System::Handle> ring(p.window);
-  std::vector<std::int64_t> samples;
-  samples.reserve(p.iterations / p.sample_every + 1);
-  std::size_t cancelled = 0;
   const std::int64_t delays[2] = {p.short_delay_ns, p.long_delay_ns};
-
-  SampleClock sampled(p.sample_every, 7);
-  std::int64_t start = now_ns();
-  for (std::size_t i = 0; i < p.iterations; ++i) {
-    std::size_t k = i % p.window;
-    auto* slot = sink.at(k);
-    auto body = [slot] { slot->store(now_ns(), std::memory_order_release); };
-    if (sampled(i)) {
-      std::int64_t a = now_ns();
-      auto h = sys.schedule(body, delays[i & 1]);
-      if (i >= p.window) cancelled += System::cancel(ring[k]);
-      ring[k] = std::move(h);
-      samples.push_back(now_ns() - a);
-    } else {
-      auto h = sys.schedule(body, delays[i & 1]);
-      if (i >= p.window) cancelled += System::cancel(ring[k]);
-      ring[k] = std::move(h);
-    }
-  }
-  std::int64_t end = now_ns();
-
-  double secs = static_cast<double>(end - start) * 1e-9;
-  r.figure("pairs_per_s", static_cast<double>(p.iterations) / secs);
-  r.figure("ns_per_pair", static_cast<double>(end - start) / static_cast<double>(p.iterations));
-  add_percentiles(r, samples, false);
-  r.figure("cancels_won", static_cast<std::int64_t>(cancelled));
-  bool drained = sys.drain(std::chrono::seconds(30));
-  r.figure("drained", static_cast<std::int64_t>(drained));
-  r.figure("pending_at_end", static_cast<std::int64_t>(sys.queue_size()));
+  run_churn(sys, p.iterations, p.sample_every, [&](std::size_t i) { return delays[i & 1]; }, sink, ring, r);
 
   // Nothing may write to `sink` once it is gone: cancel what is left, wait for a body that won.
   const std::size_t left = p.iterations < p.window ? p.iterations : p.window;
