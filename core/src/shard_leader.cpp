@@ -175,6 +175,16 @@ bool Shard::reserve_graveyard(std::size_t more) noexcept {
 void Shard::take_in(Lock& lk, TaskBase* t) {
   KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
   std::uint32_t s = t->state.load(std::memory_order_acquire);  // (TI2)
+  // The scheduler's reference is the only one (execute(), a dropped future; not a re-armable
+  // task, whose re-arms may have come before its handle went): no cancel or re-arm can race the
+  // mark, so it is a plain store, not the CAS (TI1). The load above is then (RC2) as well: the
+  // count it saw is 1, and nobody else can change the word after it.
+  if (refs_of(s) == 1 && (s & kStateMask) == kPending && !(t->flags & kRearmable) &&
+      engine_.state() == RunState::kActive) {
+    t->state.store(s | kQueued, std::memory_order_relaxed);
+    queue_.push(t);
+    return;
+  }
   for (;;) {
     if ((s & kStateMask) == kCancelled) {  // cancelled before it was queued: no request was sent
       wait_unpinned(t);  // (CN3)

@@ -12,34 +12,32 @@
 
 namespace kairos::detail {
 
-// Invariant TSC: the counter runs at a constant rate in every P-, C- and T-state (the kernel's
-// constant_tsc + nonstop_tsc). Read once.
-bool cpu_has_invariant_tsc() noexcept {
+namespace {
+// Bit `bit` of EDX of extended CPUID leaf `leaf`; false where the leaf does not exist.
+bool extended_cpuid_edx_bit(unsigned leaf, unsigned bit) noexcept {
 #if defined(__x86_64__)
-  static const bool invariant = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
-    __cpuid(0x80000007u, a, b, c, d);
-    return (d & (1u << 8)) != 0;
-  }();
-  return invariant;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0x80000000u, nullptr) < leaf) return false;
+  __cpuid(leaf, a, b, c, d);
+  return (d & (1u << bit)) != 0;
 #else
+  (void)leaf;
+  (void)bit;
   return false;
 #endif
 }
+}  // namespace
+
+// Invariant TSC: the counter runs at a constant rate in every P-, C- and T-state (the kernel's
+// constant_tsc + nonstop_tsc). Read once.
+bool cpu_has_invariant_tsc() noexcept {
+  static const bool invariant = extended_cpuid_edx_bit(0x80000007u, 8);
+  return invariant;
+}
 
 bool cpu_has_rdtscp() noexcept {
-#if defined(__x86_64__)
-  static const bool rdtscp = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000001u) return false;
-    __cpuid(0x80000001u, a, b, c, d);
-    return (d & (1u << 27)) != 0;
-  }();
+  static const bool rdtscp = extended_cpuid_edx_bit(0x80000001u, 27);
   return rdtscp;
-#else
-  return false;
-#endif
 }
 
 namespace {
