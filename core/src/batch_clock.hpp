@@ -2,20 +2,34 @@
 //
 // A runner starts the tasks of its batch back to back. The first task's start is a clock read.
 // The second's is a clock read too, paired with the CPU's time-stamp counter (TSC); each later
-// task's start is that pair's time plus the ticks counted since, at a rate calibrated per thread
-// against the clock. A read of the counter costs about a third of a clock read (10 against 24 ns
-// on the development VM), and the rate's error over a batch (microseconds to a millisecond) is
-// far below a nanosecond once calibrated over 20 ms or more.
+// task's start is that pair's time plus the ticks counted since, at a rate calibrated against
+// the clock. A read of the counter costs about a third of a clock read (10 against 24 ns on the
+// development VM), and the rate's error over a batch (microseconds to a millisecond) is far below
+// a nanosecond once calibrated over 20 ms or more.
+//
+// The rate is the process's, not a thread's: it is measured from one anchor, a (clock, counter)
+// pair taken when the first shard is built (anchor(), Shard's constructor), to the newest pair
+// any runner made, and refreshed whenever that span has doubled. So a runner's first burst (W7:
+// 100,000 tasks due at once, 20 ms after the scheduler was built, run in a few milliseconds) is
+// timed by the counter from its second task, not by a clock read per task as a thread that had
+// to calibrate alone would be.
 //
 // Only the statistics use these times: when a task may run is decided by the clock alone, so
 // "never early" does not depend on the counter. The counter is used only where the kernel itself
 // keeps CLOCK_MONOTONIC with it (clocksource "tsc": constant and synchronised across CPUs, which
-// the kernel checks), on x86-64, with the steady clock (not a ManualClock), and once this thread
+// the kernel checks), on x86-64, with the steady clock (not a ManualClock), and once the process
 // has a rate; otherwise every start is a clock read, as before.
 //
-// Threads: a BatchClock belongs to one runner for one batch; the calibration is thread_local.
+// Threads: a BatchClock belongs to one runner for one batch. The anchor is set once (a static's
+// thread-safe initialisation). The rate and its span are atomics any runner may store:
+//   (BC1) relaxed stores of the rate and its span -> (BC2) relaxed loads. A statistic: any rate
+//         once stored is a measured one, and nothing else travels with it; a span read beside
+//         another runner's rate only moves the next refresh.
 #pragma once
+#include <atomic>
 #include <cstdint>
+
+#include <kairos/detail/futex.hpp>  // steady_now_ns
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -32,6 +46,12 @@ class BatchClock {
   // ticks_allowed: the engine's clock is the steady clock.
   explicit BatchClock(bool ticks_allowed) noexcept : ticks_(ticks_allowed && kHaveTicks && tsc_is_clocksource()) {}
 
+  // Takes the process's anchor if nobody has yet (the first shard's constructor calls it, so the
+  // rate is ready 20 ms after the first scheduler was built).
+  static void anchor() noexcept {
+    if (kHaveTicks && tsc_is_clocksource()) (void)process_anchor();
+  }
+
   // The start time of the batch's next task; read_clock() reads the engine's clock.
   template <class ReadClock>
   std::int64_t next_start(ReadClock&& read_clock) noexcept {
@@ -41,10 +61,11 @@ class BatchClock {
       base_ns_ = read_clock();
       base_tick_ = ticks();
       calibrate(base_ns_, base_tick_);
+      ns_per_tick_ = g_ns_per_tick.load(std::memory_order_relaxed);  // (BC2)
       return base_ns_;
     }
-    if (t_ns_per_tick == 0) return read_clock();
-    std::int64_t since = static_cast<std::int64_t>(static_cast<double>(ticks() - base_tick_) * t_ns_per_tick);
+    if (ns_per_tick_ == 0) return read_clock();
+    std::int64_t since = static_cast<std::int64_t>(static_cast<double>(ticks() - base_tick_) * ns_per_tick_);
     return base_ns_ + (since > 0 ? since : 0);  // a counter a few ticks behind after a migration
   }
 
@@ -57,30 +78,34 @@ class BatchClock {
   static std::uint64_t ticks() noexcept { return 0; }
 #endif
 
-  // The rate from this thread's first (clock, ticks) pair to the newest, refreshed whenever the
-  // span has doubled: its error (a few ns of skew between the two reads of a pair, over the
-  // span) keeps shrinking.
-  static void calibrate(std::int64_t ns, std::uint64_t tick) noexcept {
-    if (t_anchor_ns == 0) {
-      t_anchor_ns = ns;
-      t_anchor_tick = tick;
-      return;
-    }
-    std::int64_t span = ns - t_anchor_ns;
-    if (span < kMinCalibrationNs || span < 2 * t_span_ns || tick <= t_anchor_tick) return;
-    t_ns_per_tick = static_cast<double>(span) / static_cast<double>(tick - t_anchor_tick);
-    t_span_ns = span;
+  struct Anchor {
+    std::int64_t ns;
+    std::uint64_t tick;
+  };
+  static const Anchor& process_anchor() noexcept {
+    static const Anchor a{steady_now_ns(), ticks()};
+    return a;
   }
 
-  static inline thread_local std::int64_t t_anchor_ns = 0;
-  static inline thread_local std::uint64_t t_anchor_tick = 0;
-  static inline thread_local std::int64_t t_span_ns = 0;
-  static inline thread_local double t_ns_per_tick = 0;  // 0: not calibrated yet
+  // The rate from the process's anchor to this pair, if the span has at least doubled since the
+  // rate was last measured: its error (a few ns of skew between the two reads of a pair, over
+  // the span) keeps shrinking.
+  static void calibrate(std::int64_t ns, std::uint64_t tick) noexcept {
+    const Anchor& a = process_anchor();
+    std::int64_t span = ns - a.ns;
+    if (span < kMinCalibrationNs || span < 2 * g_span_ns.load(std::memory_order_relaxed) || tick <= a.tick) return;  // (BC2)
+    g_ns_per_tick.store(static_cast<double>(span) / static_cast<double>(tick - a.tick), std::memory_order_relaxed);  // (BC1)
+    g_span_ns.store(span, std::memory_order_relaxed);  // (BC1)
+  }
+
+  static inline std::atomic<std::int64_t> g_span_ns{0};
+  static inline std::atomic<double> g_ns_per_tick{0};  // 0: not calibrated yet
 
   const bool ticks_;
   int started_ = 0;
   std::int64_t base_ns_ = 0;
   std::uint64_t base_tick_ = 0;
+  double ns_per_tick_ = 0;
 };
 
 }  // namespace kairos::detail

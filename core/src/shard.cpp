@@ -33,6 +33,7 @@ Shard::Shard(const EngineState& engine, unsigned index) : engine_(engine), index
   graveyard_.reserve(2 * kMaxBatch);
   if (engine.loop_wake) wait_.set_loop_wake(engine.loop_wake.get());  // before any producer
   (void)tsc_is_clocksource();  // its one file read here, not in a runner's first batch
+  BatchClock::anchor();         // the lateness clock's rate is measured from here
 }
 
 Shard::~Shard() = default;

@@ -9,11 +9,14 @@
 // `schedule(f, 0)` with the handle dropped) and the program waits until all of them ran: the
 // whole program's count at two values of N, by difference, is the cost of one task from submit
 // to burial, the scheduler's thread included.
-// Usage: kairos_submit_driver [N [cancel|execute|schedule0]]   (default N = 100000)
+// With "burst" the N tasks share one absolute deadline 1 s ahead (the W7 shape: `schedule_at`,
+// handles dropped) and all run once it passes.
+// Usage: kairos_submit_driver [N [cancel|execute|schedule0|burst]]   (default N = 100000)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <kairos/kairos.hpp>
 
@@ -45,6 +48,10 @@ struct NoOp {
   }
 }
 
+[[gnu::noinline]] void burst_loop(kairos::Scheduler& sched, long n, kairos::Scheduler::time_point at) {
+  for (long i = 0; i < n; ++i) sched.schedule_at(NoOp{}, at);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,15 +60,22 @@ int main(int argc, char** argv) {
   bool cancel = std::strcmp(mode, "cancel") == 0;
   bool execute = std::strcmp(mode, "execute") == 0;
   bool schedule0 = std::strcmp(mode, "schedule0") == 0;
-  if (n <= 0 || (argc > 2 && !cancel && !execute && !schedule0)) {
-    std::fprintf(stderr, "usage: %s [N > 0 [cancel|execute|schedule0]]\n", argv[0]);
+  bool burst = std::strcmp(mode, "burst") == 0;
+  if (n <= 0 || (argc > 2 && !cancel && !execute && !schedule0 && !burst)) {
+    std::fprintf(stderr, "usage: %s [N > 0 [cancel|execute|schedule0|burst]]\n", argv[0]);
     return 2;
   }
   kairos::Options options;
   options.remove_on_cancel = cancel;
   kairos::Scheduler sched(options);
-  if (execute || schedule0) {
-    execute_loop(sched, n, schedule0);
+  if (execute || schedule0 || burst) {
+    if (burst) {
+      const auto at = kairos::Scheduler::clock_type::now() + 1s;
+      burst_loop(sched, n, at);
+      while (kairos::Scheduler::clock_type::now() < at) std::this_thread::sleep_for(1ms);
+    } else {
+      execute_loop(sched, n, schedule0);
+    }
     bool idle = sched.wait_idle(60s);
     std::uint64_t ran = sched.stats().total().ran;
     std::printf("submitted %ld, ran %llu\n", n, static_cast<unsigned long long>(ran));

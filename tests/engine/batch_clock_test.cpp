@@ -1,6 +1,7 @@
 // The lateness start times of a batch (core/src/batch_clock.hpp): one clock read per batch once
-// the thread's counter rate is calibrated, clock reads throughout when the counter may not be
-// used, and times that stay with the clock.
+// the process's counter rate is calibrated (on any thread, from the anchor the first shard
+// takes), clock reads throughout when the counter may not be used, and times that stay with the
+// clock.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,8 +38,9 @@ TEST(BatchClock, WithoutTheCounterEveryStartIsAClockRead) {
 // is 2 us on a quiet machine and widens only by the interference that actually happened.
 TEST(BatchClock, OnceCalibratedABatchReadsTheClockTwiceAndStaysWithIt) {
   if (!tsc_is_clocksource()) GTEST_SKIP() << "the kernel's clocksource is not tsc";
-  // Calibration needs (clock, counter) pairs at least 20 ms apart on this thread: the second
-  // start of each batch makes one.
+  // Calibration needs a (clock, counter) pair at least 20 ms after the process's anchor: the
+  // second start of each batch makes one.
+  BatchClock::anchor();
   std::int64_t pair_skew = 0;  // the widest interval around a call that made a pair
   auto timed = [&](BatchClock& clock, CountingClock& c) {
     std::int64_t t0 = steady_now_ns();
@@ -77,6 +79,47 @@ TEST(BatchClock, OnceCalibratedABatchReadsTheClockTwiceAndStaysWithIt) {
                          static_cast<std::int64_t>(rate_error * static_cast<double>(after[i] - before[1]));
     EXPECT_GE(starts[i], before[i] - slack) << i << " (pair skew " << pair_skew << " ns)";
     EXPECT_LE(starts[i], after[i] + slack) << i << " (pair skew " << pair_skew << " ns)";
+  }
+}
+
+// W7's case: a runner's very first batch, 20 ms after the scheduler was built, on a thread that
+// never ran one before. The rate is measured from the anchor the first shard took, so that batch
+// already reads the clock twice, not once per task.
+TEST(BatchClock, AFirstBatchOnAFreshThreadUsesTheRateFromTheAnchor) {
+  if (!tsc_is_clocksource()) GTEST_SKIP() << "the kernel's clocksource is not tsc";
+  BatchClock::anchor();  // as Shard's constructor does
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  int reads = -1;
+  std::thread runner([&] {
+    CountingClock c;
+    BatchClock clock(true);
+    for (int i = 0; i < 1000; ++i) clock.next_start([&] { return c(); });
+    reads = c.reads;
+  });
+  runner.join();
+  EXPECT_EQ(reads, 2) << "the first batch of a fresh thread is timed by the counter from its second start";
+}
+
+// A rate one runner measured serves every other runner.
+TEST(BatchClock, TheRateIsTheProcessesNotAThreads) {
+  if (!tsc_is_clocksource()) GTEST_SKIP() << "the kernel's clocksource is not tsc";
+  BatchClock::anchor();
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  {
+    CountingClock c;
+    BatchClock clock(true);
+    for (int i = 0; i < 3; ++i) clock.next_start([&] { return c(); });  // the second start calibrates
+  }
+  for (int t = 0; t < 3; ++t) {
+    int reads = -1;
+    std::thread other([&] {
+      CountingClock c;
+      BatchClock clock(true);
+      for (int i = 0; i < 100; ++i) clock.next_start([&] { return c(); });
+      reads = c.reads;
+    });
+    other.join();
+    EXPECT_EQ(reads, 2) << "thread " << t;
   }
 }
 
