@@ -28,8 +28,12 @@
 
 namespace kairos::detail {
 
-Shard::Shard(const EngineState& engine, unsigned index) : engine_(engine), index_(index) {
-  staged_.resize(engine.opt.threads_per_shard);
+Shard::Shard(const EngineState& engine, unsigned index)
+    : engine_(engine),
+      index_(index),
+      runners_(engine.opt.threads_per_shard),
+      starts_(std::make_unique<StartCount[]>(runners_)) {
+  staged_.resize(runners_);
   graveyard_.reserve(2 * kMaxBatch);
   if (engine.loop_wake) wait_.set_loop_wake(engine.loop_wake.get());  // before any producer
   (void)tsc_is_clocksource();  // its one file read here, not in a runner's first batch

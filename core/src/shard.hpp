@@ -5,19 +5,25 @@
 // The protocols, one file each, are listed at the top of shard.cpp; this header holds the
 // producers' half (publish, the pending count) because it is inline on every submission.
 //
-// Counting (queue_size, capacity): pending = submitted - removes_requested - departed.
-// Submitted and removes_requested move when submit()/cancel() return; departed counts the tasks
-// that left otherwise (started, dropped, cancelled by a policy; a periodic re-queue counts back
-// in). Edges:
-//   (CT1) count_departed: fetch_add release -> pairs with (CT2): a producer that sees this count
-//         sees the task gone, with what its leaving published.
-//   (CT2) pending_of: acquire loads of removes_requested_ and departed_; pair with (CT1) and the
-//         canceller's (CN4, shard_cancel.cpp).
+// Counting (queue_size, capacity): pending = submitted - removes_requested - departed - started.
+// Submitted and removes_requested move when submit()/cancel() return; started counts the
+// executions the runners started with no lock held (one counter per runner: starts_), departed
+// the tasks that left otherwise, under mu_ (started under it, dropped, cancelled by a policy; a
+// periodic re-queue counts back in). Edges:
+//   (CT1) count_departed: fetch_add release; count_started: release store of the runner's own
+//         count + 1 (one writer per counter: no RMW on the runner's path) -> pair with (CT2): a
+//         producer that sees a count sees the task gone, with what its leaving published.
+//   (CT2) pending_of: acquire loads of removes_requested_, departed_ and then the starts; pair
+//         with (CT1) and the canceller's (CN4, shard_cancel.cpp). departed_ is read before the
+//         starts: a periodic task's re-queue (departed_ - 1) comes after its start (+1) on the
+//         same runner, so a reader that sees the - 1 sees the + 1 too, and never counts a
+//         pending task out twice.
 //   (CT3) admitted_ (Options::capacity): acq_rel RMWs; admissions are one total order, so two
 //         producers cannot both take the last place (try_admit, admit_unchecked, publish's undo).
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -183,7 +189,7 @@ class Shard {
   void wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
   std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max);
   bool start_stoppable(Lock& lk, TaskBase* t);
-  void run_task(Slot& slot, BatchClock& clock);
+  void run_task(Slot& slot, BatchClock& clock, unsigned runner);
   void finish_run(TaskBase* t, bool ok);
   void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks (shard_hooks.cpp)
   void finish_one_shot(TaskBase* t, bool ok);
@@ -234,17 +240,32 @@ class Shard {
   // count_departed and the canceller's count (CN4): a task counted out is seen gone, with what its
   // leaving published.
   std::int64_t pending_of(std::uint64_t in) const noexcept {
-    return static_cast<std::int64_t>(in - removes_requested_.load(std::memory_order_acquire)) -
-           departed_.load(std::memory_order_acquire);
+    std::int64_t p = static_cast<std::int64_t>(in - removes_requested_.load(std::memory_order_acquire)) -
+                     departed_.load(std::memory_order_acquire);  // (CT2) departed_ first: see "Counting"
+    for (std::size_t r = 0; r < runners_; ++r) p -= starts_[r].n.load(std::memory_order_acquire);  // (CT2)
+    return p;
   }
   // (CT1) release: pairs with (CT2): a producer that sees this count sees the task gone.
   void count_departed(std::int64_t d) noexcept { departed_.fetch_add(d, std::memory_order_release); }
+  // An execution runner `runner` started with no lock held (run_task). Only that runner writes
+  // its counter (poll mode: the poller of the moment, one at a time under polling_ and mu_).
+  void count_started(unsigned runner) noexcept {
+    std::atomic<std::int64_t>& c = starts_[runner].n;
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // (CT1)
+  }
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu_ held: one writer
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
   const EngineState& engine_;
   const unsigned index_;
+  // Per runner (staged_'s index), on lines of their own: the executions it started
+  // (count_started). The pointer and the count never change after construction: read-only here.
+  struct alignas(kCacheLine) StartCount {
+    std::atomic<std::int64_t> n{0};
+  };
+  const std::size_t runners_;
+  const std::unique_ptr<StartCount[]> starts_;
 
   // -- lock-free: own lines (inbox.hpp, leader_wait.hpp) -------------------------------------
   Inbox inbox_;
@@ -267,7 +288,7 @@ class Shard {
   bool pending_taken_ = false;  // shutdown_now() has taken this shard's pending tasks
   unsigned running_ = 0;       // batches popped and not yet finished
   unsigned threads_alive_ = 0;
-  std::atomic<std::int64_t> departed_{0};  // see "Counting"; runners add without mu_ (an RMW)
+  std::atomic<std::int64_t> departed_{0};  // see "Counting": under mu_ (an RMW: the starts were not)
   std::atomic<std::uint64_t> ran_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> periodic_failures_{0};

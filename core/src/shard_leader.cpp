@@ -23,7 +23,7 @@
 //                             its runner starts it, so a cancel, discard_oldest or shutdown_now
 //                             can still take it there.
 //   the task's state word     CAS only (detail/task.hpp); kQueued is set here, once (TI1).
-//   departed_                 runners add without mu_ (an RMW, CT1, shard.hpp).
+//   departed_                 under mu_ (CT1, shard.hpp); starts_[i]: runner i only, no lock.
 //
 // Edges (each names its partner):
 //   (TI1) take_in: CAS kPending -> kPending|kQueued acq_rel: marks t queued; pairs with the
@@ -33,7 +33,7 @@
 //         kCancelled and what its canceller wrote (CN1's release) are seen before the node goes.
 //   (LW1) lead: the wake epoch, read first (leader_wait.hpp); (LW2) arm, then the count read
 //         (pairs with IN1): the leader's half of the no-lost-wake-up protocol.
-//   (CT1) count_departed: a task leaves the pending count when it starts (shard.hpp).
+//   (CT1) count_started: a task leaves the pending count when it starts (shard.hpp).
 //   The inbox's own edges (IN2/IN3) publish each task's fields to drain().
 //
 // The one way back up this file is the wait's: arm_and_check drains again (drain, above) for the
@@ -69,7 +69,7 @@ void Shard::run_worker(unsigned index) {
     if (followers) followers_cv_.notify_one();  // promote a follower
     unlock_and_bury(lk, grave);
     BatchClock clock(engine_.manual == nullptr);
-    for (std::size_t i = 0; i < n; ++i) run_task(batch[i], clock);
+    for (std::size_t i = 0; i < n; ++i) run_task(batch[i], clock, index);
     lk.lock();
     for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], staged[i] == nullptr);
     staged.clear();
@@ -156,8 +156,15 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   if (!queue_.try_reserve(queue_.size() + in_batches + confirmed.size()) ||
       !reserve_graveyard(confirmed.size()))
     return 0;
-  for (TaskBase* t : confirmed) take_in(lk, t);
-  return confirmed.size();
+  // The nodes were written on the producers' cores: fetch each a few places ahead (for writing:
+  // take_in marks it queued) so that the transfers overlap instead of stalling one by one.
+  constexpr std::size_t kAhead = 8;
+  const std::size_t n = confirmed.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(confirmed[i + kAhead], 1);
+    take_in(lk, confirmed[i]);
+  }
+  return n;
 }
 
 bool Shard::reserve_graveyard(std::size_t more) noexcept {
@@ -348,14 +355,14 @@ bool Shard::start_stoppable(Lock& lk, TaskBase* t) {
 // ---- run: one execution, no lock held -----------------------------------------------------------
 // Starts and runs one execution. Leaves slot.started false if the task was cancelled or taken by
 // shutdown_now() while it waited in the batch.
-void Shard::run_task(Slot& slot, BatchClock& clock) {
+void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner) {
   TaskBase* t = slot.task;
   if (!slot.started_at_pop) {
     Start st = try_start(t);
     slot.started = st == Start::started;
     slot.refile = st == Start::refile;
     if (!slot.started) return;
-    count_departed(1);  // (CT1) it left the queue (queue_size) the moment it started
+    count_started(runner);  // (CT1) it left the queue (queue_size) the moment it started
   }
 #if defined(KAIROS_SLOW_START_NS) && KAIROS_SLOW_START_NS > 0
   // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.

@@ -73,7 +73,7 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
     unlock_and_bury(lk, grave);
     BatchClock unused(false);  // the starts are the poll's `now`, set above
     for (std::size_t i = 0; i < n; ++i) {
-      run_task(batch[i], unused);
+      run_task(batch[i], unused, 0);  // the poller is runner 0 (staged_[0])
       started += batch[i].started;
     }
     lk.lock();
