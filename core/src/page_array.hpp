@@ -82,6 +82,8 @@ class PageArray {
     if (size_ == capacity_) reserve(capacity_ == 0 ? kPageBytes / sizeof(T) : capacity_ * 2);
     data_[size_++] = v;
   }
+  // size() < capacity(): the caller checked (no growth, no throw).
+  void push_within_capacity(T v) noexcept { data_[size_++] = v; }
   void pop_back() noexcept { --size_; }
   void clear() noexcept { size_ = 0; }
 

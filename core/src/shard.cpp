@@ -57,9 +57,12 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
     if (bits & kDropCallable) t->ops->drop_callable(t);
     // (AW3) cancelled under mu_ (shutdown policies, discard_oldest, a cancelled periodic task's
     // last run): its awaiters are resumed here, with no lock held.
-    std::uint32_t s = t->state.load(std::memory_order_acquire);
+    std::uint32_t s = t->state.load(std::memory_order_acquire);  // (RC2) when the count is 1
     if ((s & kAwaited) && is_terminal(s)) wake_awaiters(t);
-    release(t);
+    // The scheduler's reference is the last (an execute() task, a dropped future): nobody else
+    // can change the count any more, so the node goes without the RMW.
+    if (refs_of(s) == 1) t->ops->destroy(t);
+    else release(t);
   }
   grave.clear();
 }

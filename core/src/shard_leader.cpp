@@ -156,15 +156,8 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   if (!queue_.try_reserve(queue_.size() + in_batches + confirmed.size()) ||
       !reserve_graveyard(confirmed.size()))
     return 0;
-  // The nodes were written on the producers' cores: fetch each a few places ahead (for writing:
-  // take_in marks it queued) so that the transfers overlap instead of stalling one by one.
-  constexpr std::size_t kAhead = 8;
-  const std::size_t n = confirmed.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) __builtin_prefetch(confirmed[i + kAhead], 1);
-    take_in(lk, confirmed[i]);
-  }
-  return n;
+  for (TaskBase* t : confirmed) take_in(lk, t);
+  return confirmed.size();
 }
 
 bool Shard::reserve_graveyard(std::size_t more) noexcept {

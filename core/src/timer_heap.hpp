@@ -26,6 +26,8 @@
 namespace kairos::detail {
 
 class TimerHeap {
+  static_assert(alignof(TaskBase) >= 8, "a slot counts nodes' addresses in units of 8 bytes");
+
  public:
   static constexpr std::uint64_t kWindowBytes = std::uint64_t{1} << 34;  // 2^31 slots of 8 bytes
 
@@ -47,15 +49,11 @@ class TimerHeap {
   // true iff t became the earliest. Within the capacity try_reserve() made it never allocates;
   // beyond it, it grows or throws std::bad_alloc with nothing changed.
   bool push(TaskBase* t) {
-    if (v_.size() == v_.capacity() || (wide_free_ == kNoFree && wide_.size() == wide_.capacity())) {
-      const std::size_t n = 2 * v_.size() + 1;
-      v_.reserve(n);
-      wide_.reserve(n);
-    }
-    v_.push_back(encode(t));
+    if (v_.size() == v_.capacity()) v_.reserve(2 * v_.size() + 1);
+    v_.push_within_capacity(encode(t));  // encode grows the side table first if it must
     std::size_t i = v_.size() - 1;
     t->heap_index = static_cast<std::uint32_t>(i);
-    return sift_up(i) == 0;
+    return (wide_used_ == 0 ? sift_up<false>(i) : sift_up<true>(i)) == 0;
   }
 
   TaskBase* pop() noexcept {
@@ -112,7 +110,7 @@ class TimerHeap {
     while (v_.size() > kept) v_.pop_back();
     for (std::size_t i = 0; i < v_.size(); ++i) at(i)->heap_index = static_cast<std::uint32_t>(i);
     for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
-      if (i < v_.size()) sift_down(i);
+      if (i < v_.size()) sift_down<true>(i);
   }
 
   // Heap order, every heap_index, and the side table's count; tests call it.
@@ -132,13 +130,13 @@ class TimerHeap {
   static constexpr std::uintptr_t kNoFree = ~std::uintptr_t{0};
 
   // A slot for t: its distance from base_ if within the window, else a side-table entry.
-  std::uint32_t encode(TaskBase* t) noexcept {
+  std::uint32_t encode(TaskBase* t) {
     const auto a = reinterpret_cast<std::uintptr_t>(t);
     if (!based_) {  // the window is centred on the first node
       base_ = a > window_ / 2 ? (a - window_ / 2) & ~std::uintptr_t{7} : 0;
       based_ = true;
     }
-    if (a >= base_ && a - base_ < window_ && (a & 7) == 0) return static_cast<std::uint32_t>((a - base_) >> 3);
+    if (a - base_ < window_) return static_cast<std::uint32_t>((a - base_) >> 3);  // below base_: wraps, too large
     std::size_t k;
     if (wide_free_ != kNoFree) {  // a free entry holds its successor's index + 1, shifted, low bit set
       k = wide_free_;
@@ -146,7 +144,8 @@ class TimerHeap {
       wide_[k] = a;
     } else {
       k = wide_.size();
-      wide_.push_back(a);  // within the capacity push() checked: no growth
+      if (k == wide_.capacity()) wide_.reserve(2 * k + 1);  // not after try_reserve(): it covers every slot
+      wide_.push_within_capacity(a);
     }
     ++wide_used_;
     return kWide | static_cast<std::uint32_t>(k);
@@ -156,6 +155,13 @@ class TimerHeap {
     if (v & kWide) [[unlikely]]
       return reinterpret_cast<TaskBase*>(wide_[v & ~kWide]);
     return reinterpret_cast<TaskBase*>(base_ + (static_cast<std::uintptr_t>(v) << 3));
+  }
+  // The sifts are compiled twice: while the side table is empty (the common case) a slot is
+  // always base_ + 8 * v, with no test of kWide.
+  template <bool MayBeWide>
+  TaskBase* node(std::uint32_t v) const noexcept {
+    if constexpr (MayBeWide) return decode(v);
+    else return reinterpret_cast<TaskBase*>(base_ + (static_cast<std::uintptr_t>(v) << 3));
   }
 
   // The slot v leaves the heap: its side-table entry, if any, is free again.
@@ -167,46 +173,50 @@ class TimerHeap {
     --wide_used_;
   }
 
+  template <bool MayBeWide>
   void place(std::size_t i, std::uint32_t v) noexcept {
     v_[i] = v;
-    decode(v)->heap_index = static_cast<std::uint32_t>(i);
+    node<MayBeWide>(v)->heap_index = static_cast<std::uint32_t>(i);
   }
 
+  template <bool MayBeWide>
   std::size_t sift_up(std::size_t i) noexcept {
     const std::uint32_t v = v_[i];
-    const TaskBase* t = decode(v);
+    const TaskBase* t = node<MayBeWide>(v);
     while (i > 0) {
       std::size_t p = (i - 1) / kArity;
-      if (!before(t, at(p))) break;
-      place(i, v_[p]);
+      const std::uint32_t pv = v_[p];
+      if (!before(t, node<MayBeWide>(pv))) break;
+      place<MayBeWide>(i, pv);
       i = p;
     }
-    place(i, v);
+    place<MayBeWide>(i, v);
     return i;
   }
 
+  template <bool MayBeWide>
   void sift_down(std::size_t i) noexcept {
     const std::uint32_t v = v_[i];
-    const TaskBase* t = decode(v);
+    const TaskBase* t = node<MayBeWide>(v);
     const std::size_t n = v_.size();
     for (;;) {
       std::size_t c = i * kArity + 1;
       if (c >= n) break;
       std::size_t best = c;
-      const TaskBase* b = at(c);
+      const TaskBase* b = node<MayBeWide>(v_[c]);
       std::size_t end = c + kArity < n ? c + kArity : n;
       for (std::size_t k = c + 1; k < end; ++k) {
-        const TaskBase* x = at(k);
+        const TaskBase* x = node<MayBeWide>(v_[k]);
         if (before(x, b)) {
           best = k;
           b = x;
         }
       }
       if (!before(b, t)) break;
-      place(i, v_[best]);
+      place<MayBeWide>(i, v_[best]);
       i = best;
     }
-    place(i, v);
+    place<MayBeWide>(i, v);
   }
 
   void erase_at(std::size_t i) noexcept {
@@ -216,8 +226,13 @@ class TimerHeap {
     const std::uint32_t last = v_.back();
     v_.pop_back();
     if (i == v_.size()) return;
-    place(i, last);
-    if (sift_up(i) == i) sift_down(i);
+    if (wide_used_ == 0) {
+      place<false>(i, last);
+      if (sift_up<false>(i) == i) sift_down<false>(i);
+    } else {
+      place<true>(i, last);
+      if (sift_up<true>(i) == i) sift_down<true>(i);
+    }
   }
 
   PageArray<std::uint32_t> v_;     // the heap's slots; grows in place (page_array.hpp)

@@ -162,18 +162,18 @@ inline void set_refs_unpublished(TaskBase* t, std::uint32_t refs) noexcept {
 }
 // True when the caller's reference is the only one. Nobody else can then take one (a new
 // reference is copied from a live one: a handle, a future) or drop one, so the caller may treat
-// t as its own: destroy it with no RMW (release), or skip publishing a result no one can read
-// (Shard::finish_one_shot). (RC2) acquire: pairs with the other owners' last (RC1), whose
+// t as its own: destroy it with no RMW (Shard::bury), or skip publishing a result no one can
+// read (Shard::finish_one_shot). (RC2) acquire: pairs with the other owners' last (RC1), whose
 // writes are seen before the caller goes on.
 inline bool sole_owner(const TaskBase* t) noexcept {
   return refs_of(t->state.load(std::memory_order_acquire)) == 1;  // (RC2)
 }
 // (RC1) acq_rel: the last owner must see every write of the others before destroying; pairs
-// with the other owners' (RC1) and with (RC2). A sole owner skips the RMW: an execute() task,
-// a task whose future was dropped, is destroyed with one load.
+// with the other owners' (RC1) and with (RC2). (Testing sole_owner first would cost a second
+// transfer of the line when another core holds it: a canceller's, a handle's. Shard::bury,
+// whose task's line is its own, reads the word anyway and skips the RMW there.)
 inline void release(TaskBase* t) noexcept {
-  if (sole_owner(t) || refs_of(t->state.fetch_sub(kRefOne, std::memory_order_acq_rel)) == 1)  // (RC1)
-    t->ops->destroy(t);
+  if (refs_of(t->state.fetch_sub(kRefOne, std::memory_order_acq_rel)) == 1) t->ops->destroy(t);  // (RC1)
 }
 
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
