@@ -37,7 +37,6 @@
 //          takes it: nothing waits on memory after a successful reservation.
 #pragma once
 #include <array>
-#include <bit>
 #include <cstdint>
 
 #include <kairos/detail/task.hpp>
@@ -71,8 +70,7 @@ class TimerQueue {
   TaskBase* pop() noexcept {
     if (first_ != kNoRun && (heap_.empty() || TimerHeap::before(runs_[first_].front(), heap_.top()))) {
       TaskBase* t = runs_[first_].pop_front();
-      note_emptiness(first_);
-      if (busy_ != (1u << first_)) find_first();  // the only busy run stays the first
+      find_first();
       return t;
     }
     return heap_.pop();
@@ -82,18 +80,6 @@ class TimerQueue {
   // earliest compares it with top().
   void push(TaskBase* t) {
     if (!t->never_due()) {
-      // One class in flight (zero-delay work, one timeout window, a burst at one deadline): the
-      // only busy run is rule 1's choice if it accepts t, and it is first_ already.
-      // With every run empty, the one used last (its ring is there: rule 2's pick) takes t.
-      if (busy_ == 0 && runs_[last_].try_append(t)) {
-        busy_ = 1u << last_;
-        first_ = last_;
-        return;
-      }
-      if (busy_ != 0 && (busy_ & (busy_ - 1)) == 0) {  // one bit (no popcount: not in the baseline ISA)
-        SortedRun& only = runs_[std::countr_zero(busy_)];
-        if (only.accepts(t) && only.try_append(t)) return;
-      }
       SortedRun* fit = nullptr;    // rule 1
       SortedRun* empty = nullptr;  // rule 2: one whose ring is already there if any
       SortedRun* nearest = nullptr;  // rule 3
@@ -108,8 +94,6 @@ class TimerQueue {
       }
       SortedRun* to = fit != nullptr ? fit : empty != nullptr ? empty : make_way(nearest, t);
       if (to != nullptr && to->try_append(t)) {  // false: a ring that cannot grow (the heap takes t)
-        busy_ |= 1u << to->id();
-        last_ = to->id();
         if (to->size() == 1 && (first_ == kNoRun || TimerHeap::before(t, runs_[first_].front()))) first_ = to->id();
         return;
       }
@@ -128,7 +112,6 @@ class TimerQueue {
     if (!SortedRun::holds(t->heap_index)) return heap_.erase(t);
     const unsigned id = SortedRun::id_of(t->heap_index);
     if (!runs_[id].erase(t)) return false;
-    note_emptiness(id);
     if (id == first_) find_first();  // another run's head, later than first_'s, stays later
     return true;
   }
@@ -143,10 +126,7 @@ class TimerQueue {
   template <class Pred, class Out>
   void remove_if(Pred&& pred, Out&& out) {
     heap_.remove_if(pred, out);
-    for (SortedRun& r : runs_) {
-      r.remove_if(pred, out);
-      note_emptiness(r.id());
-    }
+    for (SortedRun& r : runs_) r.remove_if(pred, out);
     find_first();
   }
 
@@ -159,7 +139,6 @@ class TimerQueue {
   void clear() noexcept {
     heap_.clear();
     for (SortedRun& r : runs_) r.clear();
-    busy_ = 0;
     first_ = kNoRun;
   }
 
@@ -175,7 +154,6 @@ class TimerQueue {
     const SortedRun* first = nullptr;
     for (const SortedRun& r : runs_) {
       if (!r.check_invariants()) return false;
-      if (r.empty() == ((busy_ >> r.id()) & 1u)) return false;
       if (!r.empty() && (first == nullptr || TimerHeap::before(r.front(), first->front()))) first = &r;
     }
     return first == nullptr ? first_ == kNoRun : first_ == first->id();
@@ -193,7 +171,6 @@ class TimerQueue {
     if (later > kMaxMoved) return nullptr;
     for (std::size_t i = 0; i < later; ++i) heap_.push(r->pop_back());
     moved_ += later;
-    note_emptiness(r->id());
     if (r->empty() && r->id() == first_) find_first();  // only its back left: its head stays otherwise
     return r->accepts(t) ? r : nullptr;  // false if holes stopped later_at_back() short
   }
@@ -201,24 +178,15 @@ class TimerQueue {
   // first_: the run whose head is the earliest of the runs' heads, kNoRun if every run is empty.
   void find_first() noexcept {
     unsigned best = kNoRun;
-    for (unsigned m = busy_; m != 0; m &= m - 1) {
-      const unsigned i = static_cast<unsigned>(std::countr_zero(m));
-      if (best == kNoRun || TimerHeap::before(runs_[i].front(), runs_[best].front())) best = i;
-    }
+    for (unsigned i = 0; i < kRuns; ++i)
+      if (!runs_[i].empty() && (best == kNoRun || TimerHeap::before(runs_[i].front(), runs_[best].front()))) best = i;
     first_ = best;
-  }
-
-  // busy_'s bit for run id, after an operation that may have emptied it.
-  void note_emptiness(unsigned id) noexcept {
-    if (runs_[id].empty()) busy_ &= ~(1u << id);
   }
 
   TimerHeap heap_;
   static_assert(kRuns == 4, "one initializer per run");
   std::array<SortedRun, kRuns> runs_{SortedRun{0}, SortedRun{1}, SortedRun{2}, SortedRun{3}};
   unsigned first_ = kNoRun;  // see find_first()
-  unsigned busy_ = 0;        // bit i: runs_[i] is not empty
-  unsigned last_ = 0;        // the run the general rules chose last
   std::uint64_t moved_ = 0;
 };
 
