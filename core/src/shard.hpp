@@ -23,8 +23,8 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>

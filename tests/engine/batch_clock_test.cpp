@@ -82,6 +82,19 @@ TEST(BatchClock, OnceCalibratedABatchReadsTheClockTwiceAndStaysWithIt) {
   }
 }
 
+// The clock reads of one batch of `starts` starts, on a thread that never ran one before.
+int clock_reads_of_a_batch_on_a_fresh_thread(int starts) {
+  int reads = -1;
+  std::thread runner([&] {
+    CountingClock c;
+    BatchClock clock(true);
+    for (int i = 0; i < starts; ++i) clock.next_start([&] { return c(); });
+    reads = c.reads;
+  });
+  runner.join();
+  return reads;
+}
+
 // W7's case: a runner's very first batch, 20 ms after the scheduler was built, on a thread that
 // never ran one before. The rate is measured from the anchor the first shard took, so that batch
 // already reads the clock twice, not once per task.
@@ -89,15 +102,8 @@ TEST(BatchClock, AFirstBatchOnAFreshThreadUsesTheRateFromTheAnchor) {
   if (!tsc_is_clocksource()) GTEST_SKIP() << "the kernel's clocksource is not tsc";
   BatchClock::anchor();  // as Shard's constructor does
   std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  int reads = -1;
-  std::thread runner([&] {
-    CountingClock c;
-    BatchClock clock(true);
-    for (int i = 0; i < 1000; ++i) clock.next_start([&] { return c(); });
-    reads = c.reads;
-  });
-  runner.join();
-  EXPECT_EQ(reads, 2) << "the first batch of a fresh thread is timed by the counter from its second start";
+  EXPECT_EQ(clock_reads_of_a_batch_on_a_fresh_thread(1000), 2)
+      << "the first batch of a fresh thread is timed by the counter from its second start";
 }
 
 // A rate one runner measured serves every other runner.
@@ -110,17 +116,7 @@ TEST(BatchClock, TheRateIsTheProcessesNotAThreads) {
     BatchClock clock(true);
     for (int i = 0; i < 3; ++i) clock.next_start([&] { return c(); });  // the second start calibrates
   }
-  for (int t = 0; t < 3; ++t) {
-    int reads = -1;
-    std::thread other([&] {
-      CountingClock c;
-      BatchClock clock(true);
-      for (int i = 0; i < 100; ++i) clock.next_start([&] { return c(); });
-      reads = c.reads;
-    });
-    other.join();
-    EXPECT_EQ(reads, 2) << "thread " << t;
-  }
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(clock_reads_of_a_batch_on_a_fresh_thread(100), 2) << "thread " << t;
 }
 
 }  // namespace
