@@ -151,18 +151,17 @@ class TimerHeap {
     return kWide | static_cast<std::uint32_t>(k);
   }
 
-  TaskBase* decode(std::uint32_t v) const noexcept {
-    if (v & kWide) [[unlikely]]
-      return reinterpret_cast<TaskBase*>(wide_[v & ~kWide]);
-    return reinterpret_cast<TaskBase*>(base_ + (static_cast<std::uintptr_t>(v) << 3));
-  }
   // The sifts are compiled twice: while the side table is empty (the common case) a slot is
   // always base_ + 8 * v, with no test of kWide.
   template <bool MayBeWide>
   TaskBase* node(std::uint32_t v) const noexcept {
-    if constexpr (MayBeWide) return decode(v);
-    else return reinterpret_cast<TaskBase*>(base_ + (static_cast<std::uintptr_t>(v) << 3));
+    if constexpr (MayBeWide) {
+      if (v & kWide) [[unlikely]]
+        return reinterpret_cast<TaskBase*>(wide_[v & ~kWide]);
+    }
+    return reinterpret_cast<TaskBase*>(base_ + (static_cast<std::uintptr_t>(v) << 3));
   }
+  TaskBase* decode(std::uint32_t v) const noexcept { return node<true>(v); }
 
   // The slot v leaves the heap: its side-table entry, if any, is free again.
   void forget(std::uint32_t v) noexcept {
