@@ -35,9 +35,19 @@
 //  - Any other call (no record yet, t outside the window, a writer mid-update) reads the counter
 //    and the clock itself and answers max(its clock read, the record's U at its tick, or the
 //    record's cap = U(T + W) if the window is behind it, or the record's floor if the record is
-//    newer than its tick). It refreshes the record (an anchor, a CAS, seven stores) only if
-//    misses come often (two within kDenseNs = 131 us): a thread submitting once a millisecond
-//    pays one clock read, one counter read and one store, not a refresh that would not serve it.
+//    newer than its tick); its counter read is the one the fast path took. It refreshes the
+//    record (an anchor, a CAS, seven stores) only for a thread whose previous call came within
+//    kDenseNs = W / 4 (a thread-local note of its latest answer): the new window serves its
+//    next calls.
+//  - Sparse callers. A thread whose calls come further apart (a timer every 50 us, once a
+//    millisecond) would pay the counter read, the clock read and a refresh that never serves
+//    it, and its deadlines would carry both reads. It is marked sparse (thread-local) and reads
+//    the clock first: the answer is m itself when m >= the current record's cap, since every
+//    answer any call gave is at most the latest cap (a record answers at most its cap; the next
+//    one is published only once the clock passed it). Below the cap (another thread keeps the
+//    record fresh) it reads the counter after m and answers as above, max(m, what the record
+//    can have answered up to that counter value), and goes back to the counter path; two of
+//    its calls within kDenseNs do too.
 //  - Monotone: a new record is published only when the clock has passed the previous record's
 //    cap (the largest value it can give): floor = previous cap <= M. So of two calls ordered
 //    by happens-before, the later one never gets an earlier "now": equal delays submitted in
@@ -112,7 +122,7 @@ class TscClock {
   static constexpr std::uint64_t kBootstrapGapTicks = 2'048;  // before r is known
   static constexpr std::int64_t kMinBaselineNs = 50'000'000;  // r's baseline, at least
   static constexpr std::int64_t kRollNs = 500'000'000;        // ... and at most about twice that
-  static constexpr std::int64_t kDenseNs = 4 * kWindowNs;     // misses this close refresh the record
+  static constexpr std::int64_t kDenseNs = kWindowNs / 4;     // a thread's calls this close: the counter path
   static constexpr std::int64_t kGiveUpNs = 2'000'000'000;    // no rate by then: clock reads
   static constexpr std::int64_t kCalibrationStepNs = 250'000;  // while calibrating: an anchor per step at most
   // B above: the most a value exceeds CLOCK_MONOTONIC at the call (or a read right after it).
@@ -131,6 +141,8 @@ class TscClock {
   std::int64_t now() noexcept {
     if (const int mode = mode_.load(std::memory_order_acquire); mode != kTsc) [[unlikely]]  // TC5, pairs with TC4
       return mode == kClock ? src_.mono() : now_not_tsc();
+    Pace& p = pace_;
+    if (p.sparse) [[unlikely]] return now_sparse(p);
     const std::uint64_t t = src_.ticks();
     const std::uint64_t s = seq_.load(std::memory_order_acquire);  // TC3, pairs with TC1
     const std::uint64_t at = tick_.load(std::memory_order_acquire);  // these pair with TC2
@@ -138,9 +150,12 @@ class TscClock {
     const std::uint64_t mult = mult_.load(std::memory_order_acquire);
     const std::uint64_t win = window_.load(std::memory_order_acquire);
     const std::uint64_t dt = t - at;  // huge if t < at: not in the window
-    if ((((seq_.load(std::memory_order_relaxed) ^ s) | (s & 1)) == 0) & (dt < win))
-      return ns + static_cast<std::int64_t>(ceil_mul(dt, mult));
-    return slow();
+    if ((((seq_.load(std::memory_order_relaxed) ^ s) | (s & 1)) == 0) & (dt < win)) {
+      const std::int64_t v = ns + static_cast<std::int64_t>(ceil_mul(dt, mult));
+      p.last_ns = v;
+      return v;
+    }
+    return slow(p, t);
   }
 
   Mode mode() const noexcept { return static_cast<Mode>(mode_.load(std::memory_order_acquire)); }
@@ -175,6 +190,16 @@ class TscClock {
     std::int64_t floor;
   };
 
+  // A thread's own pace: the answer of its latest call, and whether its calls come too far
+  // apart for a record to serve them (sparse: now_sparse). Thread-local and shared by the
+  // instances of one Source (tests build several): a hint, which chooses a path and never a
+  // value; a wrong one costs a clock read or a refresh. No other thread reads it.
+  struct Pace {
+    std::int64_t last_ns = LLONG_MIN / 2;
+    bool sparse = false;
+  };
+  [[gnu::tls_model("initial-exec")]] static inline thread_local Pace pace_;
+
   static std::uint64_t ceil_mul(std::uint64_t dt, std::uint64_t mult) noexcept {
     return (dt * mult + 0xFFFF'FFFFu) >> 32;  // dt < window: no overflow (publish() checks)
   }
@@ -185,7 +210,7 @@ class TscClock {
       Mode m = src_.eligible() ? kTsc : kClock;
       int expected = kUnknown;
       mode_.compare_exchange_strong(expected, m, std::memory_order_acq_rel, std::memory_order_acquire);
-      if (mode_.load(std::memory_order_acquire) == kTsc) return slow();
+      if (mode_.load(std::memory_order_acquire) == kTsc) return slow(pace_, src_.ticks());
     }
     return src_.mono();
   }
@@ -211,26 +236,56 @@ class TscClock {
     return seq_.compare_exchange_strong(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed);  // TC0
   }
 
-  [[gnu::noinline]] std::int64_t slow() noexcept {
-    const std::uint64_t t1 = src_.ticks();
+  // The answer of record r to a call that read the counter at t and the clock at m (in either
+  // order): at least m, and at least what r can have answered for a counter value <= t (the
+  // floor for one before r, U(t) inside the window, the cap past it). Sets expired past it.
+  static std::int64_t answer(const Record& r, std::uint64_t t, std::int64_t m, bool& expired) noexcept {
+    expired = false;
+    if (t < r.tick) return std::max(m, r.floor);  // a record newer than our counter read
+    if (t - r.tick < r.window) return std::max(m, r.ns + static_cast<std::int64_t>(ceil_mul(t - r.tick, r.mult)));
+    expired = true;
+    return std::max(m, r.cap);
+  }
+
+  // A sparse thread's call: the clock first. Every answer any call gave is at most the latest
+  // record's cap (a record answers at most its cap; the next is published only once the clock
+  // passed it, and an answer past the window is at least the cap), so m >= cap is the answer
+  // itself, with no counter read and no write. Below the cap another thread keeps the record
+  // fresh: the counter read then bounds what it can have answered, and this thread goes back
+  // to the counter path. A record without a window (calibrating, a switch to clock reads) sends
+  // the call to slow(), which writes in those states.
+  [[gnu::noinline]] std::int64_t now_sparse(Pace& p) noexcept {
+    const std::int64_t m = src_.mono();
+    Record r;
+    read_record(r);
+    if (r.window == 0) {  // calibrating, or switching to clock reads: those write (slow)
+      p.sparse = false;
+      return slow(p, src_.ticks());
+    }
+    if (m - p.last_ns < kDenseNs) p.sparse = false;  // calls came close: the counter path again
+    p.last_ns = m;
+    if (m >= r.cap) return m;
+    p.sparse = false;
+    bool expired;
+    return answer(r, src_.ticks(), m, expired);
+  }
+
+  // A miss of the counter path; t1 is its counter read (taken before the clock read here, so
+  // (t1, m, t2) is an anchor).
+  [[gnu::noinline]] std::int64_t slow(Pace& p, std::uint64_t t1) noexcept {
     const std::int64_t m = src_.mono();
     Record r;
     const std::uint64_t s = read_record(r);
-    std::int64_t v = m;
-    bool expired = false;
-    if (t1 < r.tick) {
-      v = std::max(v, r.floor);  // a record newer than our counter read
-    } else if (t1 - r.tick < r.window) {
-      v = std::max(v, r.ns + static_cast<std::int64_t>(ceil_mul(t1 - r.tick, r.mult)));
-    } else {
-      v = std::max(v, r.cap);
-      expired = true;
-    }
+    bool expired;
+    const std::int64_t v = answer(r, t1, m, expired);
+    const bool dense = m - p.last_ns < kDenseNs;  // this thread's previous call was close
+    p.last_ns = v;
     // Write only when it serves: while there is no window (calibrating, or finishing a switch
     // to clock reads); to refresh an expired record once the clock has passed its cap
-    // (monotone), and only for calls that come often (a miss within kDenseNs of the previous
-    // one: a thread submitting less often than that pays a clock read and one store, and the
-    // refresh would not serve it); or when the counter looks reset. One writer; the rest go on.
+    // (monotone), and only for a thread whose calls come often (its previous call within
+    // kDenseNs: the new window will answer its next ones; a thread calling less often becomes
+    // sparse and reads the clock, see now_sparse); or when the counter looks reset. One
+    // writer; the rest go on.
     // While calibrating (no record was ever published: cap is LLONG_MIN), one anchor per
     // kCalibrationStepNs is enough (the rate needs two kMinBaselineNs apart): the other calls pay
     // a clock read and a relaxed load, not the lock. A record without a window after a kill
@@ -241,8 +296,8 @@ class TscClock {
       if (write) last_calibration_ns_.store(m, std::memory_order_relaxed);  // a hint: publishes nothing
     }
     if (!write && r.window != 0 && expired && m >= r.cap) {
-      write = m - last_miss_ns_.load(std::memory_order_relaxed) < kDenseNs;
-      last_miss_ns_.store(m, std::memory_order_relaxed);  // a hint: publishes nothing
+      write = dense;
+      p.sparse = !dense;
     }
     if (!write && t1 < r.tick && m >= r.cap) write = true;
     if (write) {
@@ -363,9 +418,8 @@ class TscClock {
   std::atomic<std::uint64_t> window_{0};   // 0: no window (not calibrated, or dead)
   std::atomic<std::int64_t> cap_{LLONG_MIN};    // the largest value this record gives
   std::atomic<std::int64_t> floor_{LLONG_MIN};  // the previous record's cap
-  // -- any slow call: the clock value of the latest miss of an expired record (relaxed hint) ---
-  alignas(64) std::atomic<std::int64_t> last_miss_ns_{LLONG_MIN / 2};
-  std::atomic<std::int64_t> last_calibration_ns_{LLONG_MIN / 2};  // any slow call, relaxed: a hint
+  // -- any slow call, relaxed: a hint ---------------------------------------------------------
+  alignas(64) std::atomic<std::int64_t> last_calibration_ns_{LLONG_MIN / 2};
   // -- the writer holding seq_ odd only --------------------------------------------------------
   alignas(64) double rate_ = 0;  // ns per tick; 0: not measured yet
   bool have_base_ = false, have_next_ = false, dead_ = false;

@@ -259,7 +259,7 @@ TEST(TscClock, WhileCalibratingOneAnchorPerStep) {
   calibrate(c, time);  // and the rate still comes after its baseline
 }
 
-TEST(TscClock, OnlyCloseMissesRefreshTheRecord) {
+TEST(TscClock, OnlyAThreadCallingOftenRefreshesTheRecord) {
   FakeTime time;
   FakeClock c(FakeTicks{&time});
   calibrate(c, time);
@@ -269,14 +269,90 @@ TEST(TscClock, OnlyCloseMissesRefreshTheRecord) {
     const std::int64_t before = time.f(time.tick);
     EXPECT_GE(c.now(), before);
   }
-  EXPECT_EQ(c.writes(), w) << "sparse calls do not write";
+  EXPECT_EQ(c.writes(), w) << "calls further apart than kDenseNs do not write";
   time.pass_ns(FakeClock::kWindowNs);
+  c.now();  // sparse: the clock; the next call is close, so back to the counter path
   c.now();
+  EXPECT_EQ(c.writes(), w) << "the close call itself answers from the clock";
   c.now();
-  EXPECT_EQ(c.writes(), w + 1) << "the second close miss refreshes";
+  EXPECT_EQ(c.writes(), w + 1) << "its first miss on the counter path refreshes";
   const std::uint64_t refreshed = c.writes();
   for (int i = 0; i < 100; ++i) c.now();
   EXPECT_EQ(c.writes(), refreshed) << "then the record answers";
+}
+
+// Counts the reads of a FakeTicks.
+struct CountingTicks : FakeTicks {
+  long* counter_reads = nullptr;
+  long* clock_reads = nullptr;
+  std::uint64_t ticks() noexcept {
+    ++*counter_reads;
+    return FakeTicks::ticks();
+  }
+  std::int64_t mono() noexcept {
+    ++*clock_reads;
+    return FakeTicks::mono();
+  }
+};
+
+// A timer every 50 us (W3's pace): one clock read per call, no counter read, no write, and the
+// answer is that clock read (the deadline carries nothing but it). Before, each call read the
+// counter twice and the clock once, and refreshed a record its next call could not use.
+TEST(TscClock, SparseCallsAreOneClockRead) {
+  FakeTime time;
+  long counter_reads = 0, clock_reads = 0;
+  TscClock<CountingTicks> c(CountingTicks{{&time}, &counter_reads, &clock_reads});
+  for (int i = 0; i < 1000 && !c.calibrated(); ++i) {
+    c.now();
+    time.pass_ns(200'000);
+  }
+  ASSERT_TRUE(c.calibrated());
+  time.pass_ns(50'000);
+  c.now();  // the miss that finds this thread sparse
+  const std::uint64_t w = c.writes();
+  counter_reads = clock_reads = 0;
+  Checker k;
+  for (int i = 0; i < 1000; ++i) {
+    time.pass_ns(50'000);
+    const std::int64_t before = time.f(time.tick);
+    const std::int64_t v = c.now();
+    k.check(before, v, time.f(time.tick));
+    EXPECT_LE(v, before + static_cast<std::int64_t>(time.mono_extra)) << "one clock read's worth late at most";
+  }
+  EXPECT_EQ(clock_reads, 1000);
+  EXPECT_EQ(counter_reads, 0);
+  EXPECT_EQ(c.writes(), w);
+  EXPECT_EQ(k.early, 0);
+  EXPECT_EQ(k.backwards, 0);
+}
+
+// A sparse thread after a thread that keeps the record fresh (ordered by the join): the record
+// answers above the clock (its slope is 2^-9 steeper, its anchor a clock read late), so a bare
+// clock read could go backwards; the sparse thread must answer at least what the other did.
+TEST(TscClock, ASparseThreadNeverAnswersBelowAFreshRecord) {
+  FakeTime time;
+  FakeClock c(FakeTicks{&time});
+  calibrate(c, time);
+  time.pass_ns(50'000);
+  c.now();
+  time.pass_ns(50'000);
+  c.now();  // this thread is sparse now
+  for (int round = 0; round < 200; ++round) {
+    std::int64_t other_last = 0;
+    std::thread dense([&] {  // its own Pace: dense after its first two calls
+      for (int i = 0; i < 200; ++i) {
+        time.pass_ns(500);
+        other_last = c.now();
+      }
+    });
+    dense.join();
+    time.step = 1 + static_cast<std::uint64_t>(round % 7);  // the sparse call comes a few ticks later
+    const std::int64_t v = c.now();
+    time.step = 30;
+    EXPECT_GE(v, other_last) << "round " << round;
+    time.pass_ns(50'000);
+    c.now();  // sparse again (its previous call was 50 us ago)
+  }
 }
 
 // The test seam: disable() is a runaway detection on demand.
