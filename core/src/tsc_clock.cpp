@@ -17,7 +17,7 @@ namespace {
 bool extended_cpuid_edx_bit(unsigned leaf, unsigned bit) noexcept {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < leaf) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < leaf) return false;
   __cpuid(leaf, a, b, c, d);
   return (d & (1u << bit)) != 0;
 #else
