@@ -31,6 +31,10 @@ struct ShardStats {
   // Poll mode: wake-ups of the owner's loop signalled by this shard's submitters and re-armers
   // (their deadline was earlier than the one next_deadline() armed; BasicScheduler::wake_fd()).
   std::uint64_t loop_wakes = 0;
+  // Submissions (and remove requests) waiting in the inbox for the leader to take them in: it
+  // drains lazily (when it wakes, at a high-water mark, after the tasks it woke for have
+  // started), so a backlog here is normal; one that stays large means the leader is starved.
+  std::uint64_t in_inbox = 0;
 };
 
 struct SchedulerStats {
@@ -49,6 +53,7 @@ struct SchedulerStats {
       t.wake_overshoot_ns = std::max(t.wake_overshoot_ns, s.wake_overshoot_ns);
       t.wake_overshoot_samples += s.wake_overshoot_samples;
       t.loop_wakes += s.loop_wakes;
+      t.in_inbox += s.in_inbox;
     }
     return t;
   }

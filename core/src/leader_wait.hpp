@@ -67,11 +67,16 @@ class LeaderWait {
     sleeping_.store(false, std::memory_order_relaxed);  // relaxed: only saves a waker's syscall
     return timed_out;
   }
-  // Spins while wake_word == w and the steady clock is before `deadline`.
-  void spin_until(std::uint32_t w, std::int64_t deadline) noexcept {
+  // Spins while wake_word == w and the steady clock is before `deadline`. Returns the clock
+  // read that reached the deadline, or kMinNs if a wake-up ended the spin.
+  std::int64_t spin_until(std::uint32_t w, std::int64_t deadline) noexcept {
     // (LW10) acquire, pairs with (LW7): a wake() also publishes what the waker did before it (a
     // re-queued task, a state).
-    while (wake_word_.load(std::memory_order_acquire) == w && steady_now_ns() < deadline) cpu_relax();
+    while (wake_word_.load(std::memory_order_acquire) == w) {
+      if (const std::int64_t now = steady_now_ns(); now >= deadline) return now;
+      cpu_relax();
+    }
+    return kMinNs;
   }
 
   // -- any thread ----------------------------------------------------------------------------

@@ -186,7 +186,7 @@ class Shard {
   void take_in(Lock& lk, TaskBase* t);
   void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag);
   [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline);
-  void wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
+  std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
   std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max);
   bool start_stoppable(Lock& lk, TaskBase* t);
   void run_task(Slot& slot, BatchClock& clock, unsigned runner);

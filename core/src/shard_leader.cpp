@@ -12,8 +12,9 @@
 // Lazy draining. The leader never chases producers: it drains when it wakes — for a deadline,
 // for a submission due before the deadline it waits for (leader_wait.hpp), when the inbox passes
 // kDrainEvery items, or when a lifecycle call (wait_idle, stats, shutdown, a policy setter,
-// discard_oldest) asks. An awake leader reads no line that producers write per submission except
-// once per wait (the count read of the wait protocol).
+// discard_oldest) asks; after the batch when the wait reached its deadline unwoken (lead()). An
+// awake leader reads no line that producers write per submission except once per wait (the
+// count read of the wait protocol).
 //
 // Ownership (who may touch what):
 //   queue_, staged_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
@@ -40,6 +41,7 @@
 // submissions its count read saw, before it lets the leader sleep.
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include <kairos/wait.hpp>
 
@@ -88,20 +90,30 @@ void Shard::run_worker(unsigned index) {
 // waiting.
 std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
   KAIROS_DCHECK(lk.owns_lock());
+  // The clock read with which the last wait reached its deadline, no wake-up having come:
+  // kMinNs otherwise. Such a wait's due tasks are popped before the inbox is drained. Every
+  // submission counted before the wait was armed was taken in (arm_and_check), and every later
+  // one due before the armed deadline would have woken it (LW4); so what the inbox holds is due
+  // no earlier than the tasks just reached, and of those equal to them, submitted later (a
+  // submission's take-in follows its seq order). The drain, with its misses on the lines the
+  // producers wrote, comes after the batch, not between the deadline and the start.
+  std::int64_t reached = kMinNs;
   for (;;) {
     // (LW1) first: a wake-up during this pass (the clock moved, a lifecycle call, a re-queue)
     // ends the wait it leads to at once. Read after the clock or the queue, it could swallow a
     // ManualClock::advance that came between: the leader would then sleep for ever.
     const std::uint32_t w = wait_.wake_epoch();
-    drain(lk);
+    const std::int64_t reached_at = std::exchange(reached, kMinNs);
+    if (reached_at == kMinNs) drain(lk);
     if (must_exit(lk)) return 0;
     if (engine_.state() >= RunState::kShutdownNow) {
       // Nothing starts after shutdown_now(); it takes the tasks and wakes this thread to exit.
       wait_for(lk, w, kMaxNs, true, grave);
       continue;
     }
-    std::int64_t now = engine_.now_ns();
+    std::int64_t now = reached_at != kMinNs ? reached_at : engine_.now_ns();
     if (std::size_t n = pop_due(lk, now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
+    if (reached_at != kMinNs) continue;  // nothing due after all (cancelled, re-armed): the usual pass
     const bool refused = inbox_.take_in_refused();
     if (inbox_.has_unconfirmed() && !refused) continue;  // one more (complete) pass confirms them
     if (must_exit(lk)) return 0;             // pop_due may have dropped the last cancelled task
@@ -113,7 +125,7 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
       forever = false;
     }
     if (!arm_and_check(lk, deadline)) continue;
-    wait_for(lk, w, deadline, forever, grave);
+    reached = wait_for(lk, w, deadline, forever, grave);
   }
 }
 
@@ -270,8 +282,10 @@ bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
 }
 
 // Waits until `deadline` (forever: no deadline), a wake-up or an earlier submission. mu_ held on
-// entry and exit; released (and the graveyard buried) while waiting. The wait is armed.
-void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave) {
+// entry and exit; released (and the graveyard buried) while waiting. The wait is armed. Returns
+// the steady clock's read that found the deadline reached with no wake-up, else kMinNs (woken;
+// a ManualClock, whose time is not the steady clock's).
+std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave) {
   KAIROS_DCHECK(lk.owns_lock());
   if (deadline == kMaxNs && !forever) forever = true;
   wait_.arm(deadline);  // (LW2) again: a no-op store when arm_and_check did it
@@ -279,6 +293,7 @@ void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool fore
   // The task pool's next slab is populated here, off the producers' path and never just before
   // a deadline (it can take a few hundred microseconds on a VM).
   if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) task_pool_prepare();
+  std::int64_t reached = kMinNs;
   if (engine_.manual) {
     wait_.sleep_until(w, -1);  // ManualClock::advance wakes every shard
   } else {
@@ -295,10 +310,12 @@ void Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool fore
       // adaptive: how late a sleep that timed out woke (a wake-up's end says nothing of that).
       if (adaptive && !woken && !forever) adaptive_.record(steady_now_ns() - until);
     }
-    if (!woken && mode != WaitPolicy::Mode::sleep) wait_.spin_until(w, deadline);
+    if (!woken && mode != WaitPolicy::Mode::sleep) reached = wait_.spin_until(w, deadline);
+    else if (!woken && !forever) reached = steady_now_ns();  // sleep mode: the futex timed out
   }
   wait_.disarm();
   lk.lock();
+  return reached;
 }
 
 // ---- pop: the due tasks into a batch ------------------------------------------------------------

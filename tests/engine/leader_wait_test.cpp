@@ -46,8 +46,20 @@ TEST(LeaderWait, SleepEndsAtItsDeadlineOrAtOnceAfterAWake) {
   EXPECT_FALSE(w.sleep_until(e, steady_now_ns() + 60'000'000'000));  // the epoch moved on
   EXPECT_LT(steady_now_ns() - t0, 10'000'000'000);
   t0 = steady_now_ns();
-  w.spin_until(e, t0 + 60'000'000'000);  // returns at once as well
+  EXPECT_EQ(w.spin_until(e, t0 + 60'000'000'000), kMinNs) << "woken: no clock read reached it";
   EXPECT_LT(steady_now_ns() - t0, 10'000'000'000);
+}
+
+// The leader pops with the clock read that ended its spin (shard_leader.cpp): it must be a read
+// at or past the deadline, taken before the spin returned.
+TEST(LeaderWait, ASpinThatReachesItsDeadlineReturnsTheClockReadThatDid) {
+  LeaderWait w;
+  const std::uint32_t e = w.wake_epoch();
+  const std::int64_t deadline = steady_now_ns() + 2'000'000;
+  const std::int64_t reached = w.spin_until(e, deadline);
+  const std::int64_t after = steady_now_ns();
+  EXPECT_GE(reached, deadline);
+  EXPECT_LE(reached, after);
 }
 
 }  // namespace

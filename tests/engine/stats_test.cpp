@@ -31,6 +31,7 @@ TEST(Stats, CountsSubmissionsRunsCancelsRejectionsAndLateness) {
   EXPECT_EQ(t.ran, 2u);
   EXPECT_EQ(t.rejected, 1u);
   EXPECT_EQ(t.pending, 1u);  // c: cancelled, retained until its deadline
+  EXPECT_EQ(t.in_inbox, 0u);  // wait_idle: everything taken in
   EXPECT_EQ(t.lateness.count(), 2u);
   EXPECT_EQ(t.lateness.min(), 3'000'000);
   EXPECT_EQ(t.lateness.max(), 4'000'000);
