@@ -35,7 +35,7 @@
 //  - Any other call (no record yet, t outside the window, a writer mid-update) reads the counter
 //    and the clock itself and answers max(its clock read, the record's U at its tick, or the
 //    record's cap = U(T + W) if the window is behind it, or the record's floor if the record is
-//    newer than its tick); its counter read is the one the fast path took. It refreshes the
+//    newer than its tick). It refreshes the
 //    record (an anchor, a CAS, seven stores) only for a thread whose previous call came within
 //    kDenseNs = W / 4 (a thread-local note of its latest answer): the new window serves its
 //    next calls.
@@ -155,7 +155,7 @@ class TscClock {
       p.last_ns = v;
       return v;
     }
-    return slow(p, t);
+    return slow(p);
   }
 
   Mode mode() const noexcept { return static_cast<Mode>(mode_.load(std::memory_order_acquire)); }
@@ -210,7 +210,7 @@ class TscClock {
       Mode m = src_.eligible() ? kTsc : kClock;
       int expected = kUnknown;
       mode_.compare_exchange_strong(expected, m, std::memory_order_acq_rel, std::memory_order_acquire);
-      if (mode_.load(std::memory_order_acquire) == kTsc) return slow(pace_, src_.ticks());
+      if (mode_.load(std::memory_order_acquire) == kTsc) return slow(pace_);
     }
     return src_.mono();
   }
@@ -260,7 +260,7 @@ class TscClock {
     read_record(r);
     if (r.window == 0) {  // calibrating, or switching to clock reads: those write (slow)
       p.sparse = false;
-      return slow(p, src_.ticks());
+      return slow(p);
     }
     if (m - p.last_ns < kDenseNs) p.sparse = false;  // calls came close: the counter path again
     p.last_ns = m;
@@ -270,16 +270,19 @@ class TscClock {
     return answer(r, src_.ticks(), m, expired);
   }
 
-  // A miss of the counter path; t1 is its counter read (taken before the clock read here, so
-  // (t1, m, t2) is an anchor).
-  [[gnu::noinline]] std::int64_t slow(Pace& p, std::uint64_t t1) noexcept {
+  // A miss of the counter path. Its own counter read, right before the clock read: (t1, m, t2)
+  // is an anchor, and the tighter it is, the closer to the clock the record it may publish (the
+  // fast path's read, before the record's loads, would widen it by those, and by far more where
+  // loads are slow, as under ThreadSanitizer).
+  [[gnu::noinline]] std::int64_t slow(Pace& p) noexcept {
+    const std::int64_t previous = p.last_ns;
+    const std::uint64_t t1 = src_.ticks();
     const std::int64_t m = src_.mono();
     Record r;
     const std::uint64_t s = read_record(r);
     bool expired;
     const std::int64_t v = answer(r, t1, m, expired);
-    const bool dense = m - p.last_ns < kDenseNs;  // this thread's previous call was close
-    p.last_ns = v;
+    const bool dense = m - previous < kDenseNs;  // this thread's previous call was close
     // Write only when it serves: while there is no window (calibrating, or finishing a switch
     // to clock reads); to refresh an expired record once the clock has passed its cap
     // (monotone), and only for a thread whose calls come often (its previous call within
@@ -307,6 +310,7 @@ class TscClock {
         seq_.store(s + 2, std::memory_order_release);  // TC1
       }
     }
+    p.last_ns = v;
     return v;
   }
 
