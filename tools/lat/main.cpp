@@ -43,7 +43,7 @@ using namespace kairos::lat;
 const char* kWorkloadHelp = R"(Workloads (docs/workloads.md; every system runs the same shape, one system at a time):
   W1 submit           P producers (1 and 2) each schedule 1,000,000 no-op tasks with a 1 h delay
                       (they never fire): submits/s from a start barrier to the last producer's end,
-                      and the per-call latency sampled on every 64th call.
+                      and the per-call latency of one call at a random position in each block of 64.
   W2 timeout-churn    one producer, 1,000,000 times: schedule task i with a 10 s delay, cancel task
                       i-1024 (remove-on-cancel on): pairs/s, pending count at the end (must be 1024).
   W2b timeout-churn-two-class  (not in the default set) W2 with two delay classes: even i 100 ms,
