@@ -9,9 +9,9 @@
 // messages and must time out `timeout` after its last one.
 // A system with re-arm (rearm_mode) moves the timeout in place; one without cancels it and
 // schedules a new one. Reported: re-arms/s, the cost of one re-arm (one at a random position in
-// each block of 64, p50..max), the timeouts that fired (must be exactly the quiet sessions: `wrong_fires` counts others, and a
-// quiet session that never fired is `missed`), their lateness against last message + timeout,
-// early fires, and resident memory growth.
+// each block of 64, p50..max), the timeouts that fired (must be exactly the quiet sessions:
+// `wrong_fires` counts others, and a quiet session that never fired is `missed`), their
+// lateness against last message + timeout, early fires, and resident memory growth.
 #pragma once
 #include <algorithm>
 #include <atomic>
