@@ -35,10 +35,9 @@
 //  - Any other call (no record yet, t outside the window, a writer mid-update) reads the counter
 //    and the clock itself and answers max(its clock read, the record's U at its tick, or the
 //    record's cap = U(T + W) if the window is behind it, or the record's floor if the record is
-//    newer than its tick). It refreshes the
-//    record (an anchor, a CAS, seven stores) only for a thread whose previous call came within
-//    kDenseNs = W / 4 (a thread-local note of its latest answer): the new window serves its
-//    next calls.
+//    newer than its tick). It refreshes the record (an anchor, a CAS, seven stores) only for a
+//    thread whose previous call came within kDenseNs = W / 4 (a thread-local note of its
+//    latest answer): the new window serves its next calls.
 //  - Sparse callers. A thread whose calls come further apart (a timer every 50 us, once a
 //    millisecond) would pay the counter read, the clock read and a refresh that never serves
 //    it, and its deadlines would carry both reads. It is marked sparse (thread-local) and reads
