@@ -14,7 +14,10 @@
 // Link: the kairos::latency target (CMake) or `pkg-config --libs kairos-latency`; the codec is
 //   compiled there (latency/src/hdr_codec.cpp) and links zlib itself: this header names no zlib.
 // Errors: decoders throw std::invalid_argument naming what is wrong (bad cookie, truncated input,
-//   inflate error, counts past the end of the range, bad base64, a malformed log line).
+//   inflate error, counts past the end of the range, bad base64, a malformed log line, counts of
+//   another layout that add up to more than 2^63 - 1 in one of our buckets). A V2 word is a signed
+//   64-bit count: encode_* throws std::invalid_argument for a bucket holding more than 2^63 - 1
+//   samples rather than write less (only an assign()ed or merged histogram can hold that many).
 // Hostile input: every index and length is checked before it is used (no overflow, no read past
 //   the input); a compressed payload is inflated only up to the length its inner header announces,
 //   and that length only up to what the largest histogram of its layout can take (every count

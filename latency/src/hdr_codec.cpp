@@ -166,8 +166,11 @@ std::vector<std::uint8_t> encode_v2(const LatencyHistogram& h) {
     const std::size_t limit = LatencyHistogram::bucket_index(h.max()) + 1;
     for (std::size_t i = 0; i < limit;) {
       const std::uint64_t c = h.count_at_index(i++);
+      if (c > static_cast<std::uint64_t>(INT64_MAX))
+        detail::fail("bucket " + std::to_string(i - 1) + " holds " + std::to_string(c) +
+                     " samples, more than the 2^63 - 1 a V2 word can carry");
       if (c != 0) {
-        detail::put_zigzag(out, static_cast<std::int64_t>(std::min<std::uint64_t>(c, INT64_MAX)));
+        detail::put_zigzag(out, static_cast<std::int64_t>(c));
         continue;
       }
       std::int64_t zeros = 1;
@@ -326,6 +329,11 @@ void decode(std::span<const std::uint8_t> bytes, LatencyHistogram& out) {
     } else {
       const std::size_t ours = LatencyHistogram::bucket_index(mid);
       if (by_index.empty()) by_index.assign(LatencyHistogram::kBucketCount, 0);
+      // Several of its buckets can fall into one of ours; what lands there must still fit a V2
+      // word, or what decodes could not be written back (encode_v2 refuses it).
+      if (by_index[ours] > static_cast<std::uint64_t>(INT64_MAX) - c)
+        detail::fail("counts that fall into kairos's bucket " + std::to_string(ours) +
+                     " add up to more than the 2^63 - 1 a V2 word can carry");
       by_index[ours] += c;
     }
   }

@@ -379,6 +379,46 @@ TEST(HdrCodecHostile, RunOfEmptyBucketsPastTheRangeIsRefusedWithoutOverflow) {
   }
 }
 
+// Counts of another layout that fall into one of kairos's buckets were added up past 2^63 - 1;
+// encode_v2 then wrote 2^63 - 1 for that bucket, so what decoded did not encode to itself.
+// (Found by hdr_decoder_fuzz.) Now the decoder refuses the sum, and the encoder a bucket it
+// cannot carry, each naming it.
+TEST(HdrCodecHostile, CountsAddingUpPastAV2WordAreRefusedNotClamped) {
+  // 3 significant digits: values 2048 and 2050 (indexes 2048 and 2049) are two buckets there and
+  // one of kairos's (16 ns wide at 2048).
+  ASSERT_EQ(LatencyHistogram::bucket_index(2048), LatencyHistogram::bucket_index(2050));
+  std::vector<std::uint8_t> counts;
+  hostile::put_zigzag(counts, -2048);  // indexes 0 .. 2047 empty
+  hostile::put_zigzag(counts, std::int64_t{1} << 62);
+  hostile::put_zigzag(counts, std::int64_t{1} << 62);  // together 2^63
+  std::vector<std::uint8_t> bytes = hostile::v2_header(static_cast<std::uint32_t>(counts.size()), 3);
+  bytes.insert(bytes.end(), counts.begin(), counts.end());
+  EXPECT_NE(hostile::error_of(bytes).find("add up to more than the 2^63 - 1 a V2 word can carry"), std::string::npos)
+      << hostile::error_of(bytes);
+  // One less fits, and round-trips.
+  bytes.resize(bytes.size() - 9);
+  hostile::put_zigzag(bytes, (std::int64_t{1} << 62) - 1);
+  hostile::set32(bytes.data() + 4, static_cast<std::uint32_t>(bytes.size() - hdr::kV2HeaderBytes));
+  const LatencyHistogram h = hdr::decode(bytes);
+  EXPECT_EQ(h.count_at_index(LatencyHistogram::bucket_index(2048)), static_cast<std::uint64_t>(INT64_MAX));
+  EXPECT_TRUE(same_buckets(hdr::decode(hdr::encode_v2_compressed(h)), h));
+  // A bucket past 2^63 - 1 (assign() allows up to 2^64 - 1) is refused by the encoder.
+  LatencyHistogram big;
+  LatencyHistogram::Parts parts;
+  parts.buckets = {{LatencyHistogram::bucket_index(2048), std::uint64_t{1} << 63}};
+  parts.min = 2048;
+  parts.max = 2048;
+  parts.sum = 2048.0L * static_cast<long double>(std::uint64_t{1} << 63);
+  big.assign(parts);
+  try {
+    (void)hdr::encode_v2(big);
+    ADD_FAILURE() << "encode_v2 accepted a bucket of 2^63 samples";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 2^63 - 1 a V2 word can carry"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)hdr::encode_v2_compressed(big), std::invalid_argument);
+}
+
 // A zlib bomb: 8 MiB of zeros behind a header that announces 2 bytes of counts was inflated
 // whole (up to 512 MiB) and then accepted or refused as "corrupt or truncated".
 TEST(HdrCodecHostile, ZlibBombIsRefusedAtTheAnnouncedLengthWithTheReason) {
