@@ -1,7 +1,7 @@
 // kairos_system.hpp: KairosSystem, kairos::Scheduler behind the workload adapter (system.hpp).
 // Config: wait sleep | spin | hybrid(spin_window_ns) | adaptive (its defaults), shards, threads
 //         per shard, cpus; every other option is kairos's default (remove_on_cancel as the
-//         workload asks).
+//         workload asks; record_lateness off with kairos-lat --no-lateness).
 // add_figures(): what the scheduler's threads cost, for workloads that report it (W3):
 //   leader_cpu_ms   on-CPU time of the scheduler's threads (named "lat-<shard>-<n>"), summed, from
 //                   /proc/self/task/<tid>/schedstat (ns; utime + stime from .../stat if absent).
@@ -108,6 +108,7 @@ class KairosSystem {
     o.threads_per_shard = c.threads;
     o.cpus = c.cpus;
     o.remove_on_cancel = c.remove_on_cancel;
+    o.record_lateness = c.record_lateness;
     if (c.wait == "sleep") o.wait = kairos::WaitPolicy::sleep();
     else if (c.wait == "spin") o.wait = kairos::WaitPolicy::spin();
     else if (c.wait == "hybrid") o.wait = kairos::WaitPolicy::hybrid(std::chrono::nanoseconds(c.spin_window_ns));

@@ -46,6 +46,7 @@ struct SystemConfig {
   std::vector<int> cpus;              // scheduler thread i on cpus[i % size]; empty: not pinned
   int producer_cpu = -1;              // the workload's producer thread(s); -1: not pinned
   bool remove_on_cancel = false;      // W2 and W5 turn it on
+  bool record_lateness = true;        // kairos: Options::record_lateness (kairos-lat --no-lateness)
 };
 
 inline std::int64_t now_ns() noexcept {

@@ -1,16 +1,20 @@
 // lat_record_test.cpp: kairos-lat's records carry each run's histogram (HdrHistogram V2
 // compressed, base64) with the run's sample count; --warm builds and runs a second system of the
-// same kind first, and the record and its row label say so.
+// same kind first, and the record and its row label say so; --no-lateness turns kairos's
+// lateness statistic off, and says so too.
 #include <kairos/hdr_codec.hpp>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "native_runs.hpp"
 #include "plan.hpp"
 #include "report.hpp"
+#include "workloads/kairos_system.hpp"
 
 namespace {
 
@@ -83,6 +87,35 @@ TEST(LatRecord, WarmRunsTheWorkloadOnAnotherSystemFirstAndSaysSo) {
       kairos::lat::run_native(spec(Kind::naive_stpe, "naive-stpe", "condvar", true), "W1", small(), {});
   EXPECT_EQ(kairos::lat::systems_built() - before, 2u);
   EXPECT_EQ(kairos::lat::row_label(rec), "naive-stpe warm");
+}
+
+// --no-lateness: the kairos system runs with Options::record_lateness off, and the record and
+// its row say so (a run without it is not labelled).
+TEST(LatRecord, NoLatenessTurnsTheStatisticOffAndSaysSo) {
+  for (bool record : {true, false}) {
+    kairos::perf::SystemConfig c;
+    c.system = "kairos-hybrid";
+    c.wait = "hybrid";
+    c.record_lateness = record;
+    kairos::perf::KairosSystem sys(c);
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 100; ++i) sys.execute([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    ASSERT_TRUE(sys.drain(std::chrono::seconds(30)));
+    EXPECT_EQ(ran.load(), 100);
+    EXPECT_EQ(sys.scheduler().stats().total().lateness.count(), record ? 100u : 0u);
+
+    SystemSpec s = spec(Kind::kairos, "kairos-hybrid", "hybrid", false);
+    s.config.record_lateness = record;
+    WorkloadSizes z = small();
+    z.w7.tasks = 10'000;
+    const nlohmann::ordered_json rec = kairos::lat::run_native(s, "W7", z, {});
+    EXPECT_EQ(rec["config"].contains("record_lateness"), !record);
+    if (!record) {
+      EXPECT_EQ(rec["config"]["record_lateness"], false);
+    }
+    EXPECT_EQ(kairos::lat::row_label(rec), record ? "kairos-hybrid" : "kairos-hybrid no-lateness");
+    EXPECT_EQ(as_int(rec["inversions"]), 0);
+  }
 }
 
 }  // namespace

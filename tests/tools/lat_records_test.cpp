@@ -65,7 +65,7 @@ TEST(LatRecords, MistypedFieldsAreRefusedByName) {
         << key << "=" << value << ": " << error_of(edited(key, value).dump());
   for (const char* config : {R"({"shards":-1})", R"({"shards":1.5e30})", R"({"threads_per_shard":"2"})",
                              R"({"shards":4294967296})", R"({"percentile":"p99"})", R"({"pinned":1})",
-                             R"({"warm":"yes"})"})
+                             R"({"warm":"yes"})", R"({"record_lateness":0})"})
     EXPECT_NE(error_of(edited("config", config).dump()).find("config"), std::string::npos) << config;
   for (const char* machine : {R"({"cpu":1})", R"({"nproc":"2"})", R"({"kernel":[]})"})
     EXPECT_NE(error_of(edited("machine", machine).dump()).find("machine"), std::string::npos) << machine;

@@ -163,6 +163,7 @@ struct Cli {
   std::string java_dir = default_java_dir(), netty_jar = "/usr/share/java/netty-common.jar", java_heap = "8g";
   bool no_java_warmup = false, no_java = false;
   bool warm = false, warm_and_fresh = false;  // native systems: a warm-up pass before each run
+  bool no_lateness = false;  // kairos systems: Options::record_lateness = false
   bool child = false;  // run exactly one (workload, system, sizes) and print its record
   bool check = false;
   std::vector<unsigned> w1_producers;
@@ -190,6 +191,7 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     c.wait = name.substr(7);
     c.shards = shards;
     c.threads = cli.threads;
+    c.record_lateness = !cli.no_lateness;
   } else if (name == "kairos-poll") {
     s.kind = Kind::kairos_poll;
     c.wait = "inline";
@@ -365,6 +367,7 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
     a.insert(a.end(), {"--adaptive-percentile", pct});
   }
   if (s.warm) a.push_back("--warm");
+  if (!s.config.record_lateness) a.push_back("--no-lateness");
   if (!s.config.cpus.empty()) {
     std::string cpus;
     for (int c : s.config.cpus) cpus += (cpus.empty() ? "" : ",") + str(c);
@@ -469,6 +472,10 @@ void add_options(CLI::App& app, Cli& cli) {
                "always have their JIT warm-up pass, see --no-java-warmup)");
   app.add_flag("--warm-and-fresh", cli.warm_and_fresh,
                "run every native system both ways, fresh and with --warm's warm-up pass, as two rows");
+  app.add_flag("--no-lateness", cli.no_lateness,
+               "kairos-sleep/-hybrid/-spin/-adaptive with Options::record_lateness off (no start stamp per "
+               "task, no lateness histogram in stats()): what that statistic costs (\"no-lateness\" in the "
+               "config and the row label; peers and the other kairos systems are unchanged)");
   // Sizes are counts of at least one: a 0 (or a negative) is an error, never "the default".
   app.add_option("--w1-producers", cli.w1_producers, "W1 producer counts (default 1,2)")->delimiter(',')
       ->check(CLI::Range(1u, 1024u));

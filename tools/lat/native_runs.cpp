@@ -97,6 +97,7 @@ nlohmann::ordered_json config_json(const SystemSpec& s) {
   j["producer_cpu"] = c.producer_cpu;
   j["timer_slack_ns"] = 1;
   j["warm"] = s.warm;
+  if (!c.record_lateness) j["record_lateness"] = false;  // kairos-lat --no-lateness
   return j;
 }
 

@@ -41,7 +41,8 @@ void check_fields(const json& rec, const std::string& where) {
         bad(std::string("config \"") + key + "\" is out of range: " + describe(c[key]));
     }
     expect(c, "percentile", &json::is_number, "a number", "config ");
-    for (const char* key : {"pinned", "warm"}) expect(c, key, &json::is_boolean, "true or false", "config ");
+    for (const char* key : {"pinned", "warm", "record_lateness"})
+      expect(c, key, &json::is_boolean, "true or false", "config ");
   }
   if (rec.contains("machine")) {
     const json& m = rec["machine"];

@@ -232,6 +232,7 @@ std::string row_label(const json& rec) {
       label += pct;
     }
   }
+  if (!c.value("record_lateness", true)) label += " no-lateness";
   if (c.value("pinned", false)) label += " pinned";
   if (c.value("warm", false)) label += " warm";
   if (rec.contains("mode") && rec["mode"].is_string()) label += " (" + rec["mode"].get<std::string>() + ")";
