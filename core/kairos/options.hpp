@@ -28,7 +28,8 @@ struct Options {
   std::function<void(std::exception_ptr)> on_uncaught{};  // exceptions nobody will get(): execute()'d
                                                         // tasks and failed periodic tasks
   std::string name = "kairos";       // threads are named <name>-<shard>-<n> (15 chars kept)
-  bool record_lateness = true;       // per-shard lateness histogram in stats()
+  bool record_lateness = true;       // per-shard lateness histogram in stats() (a counter read and
+                                     // a record per task: docs/api.md, "Statistics (kairos/stats.hpp)")
   // Poll mode (docs/poll-mode.md): no scheduler threads. The owner's own loop runs the due tasks
   // inline with BasicScheduler::poll() and asks next_deadline() when to come back; submit,
   // cancel and re-arm work from any thread as usual. threads_per_shard must stay 1, and `cpus`
