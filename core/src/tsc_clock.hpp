@@ -192,12 +192,15 @@ class TscClock {
   // A thread's own pace: the answer of its latest call, and whether its calls come too far
   // apart for a record to serve them (sparse: now_sparse). Thread-local and shared by the
   // instances of one Source (tests build several): a hint, which chooses a path and never a
-  // value; a wrong one costs a clock read or a refresh. No other thread reads it.
+  // value; a wrong one costs a clock read or a refresh. No other thread reads it. The default
+  // TLS model, as every thread_local of kairos: an initial-exec one would make the whole TLS
+  // block of libkairos.so static (about 700 bytes), and a dlopen() of it then fails in a process
+  // whose spare static TLS is used up (CMakeLists.txt, "TLS descriptors").
   struct Pace {
     std::int64_t last_ns = LLONG_MIN / 2;
     bool sparse = false;
   };
-  [[gnu::tls_model("initial-exec")]] static inline thread_local Pace pace_;
+  static inline thread_local Pace pace_;
 
   static std::uint64_t ceil_mul(std::uint64_t dt, std::uint64_t mult) noexcept {
     return (dt * mult + 0xFFFF'FFFFu) >> 32;  // dt < window: no overflow (publish() checks)

@@ -3,7 +3,8 @@
 # builds libkairos and the latency kit's libkairos-latency as shared libraries, then checks their
 # file names, libkairos's SONAME, that every symbol libkairos exports is in namespace kairos and
 # every one of libkairos-latency in kairos::hdr, and that consumers link and run against them
-# (the kit's without naming zlib: the library carries its own NEEDED libz).
+# (the kit's without naming zlib: the library carries its own NEEDED libz), and that a plugin
+# linked against libkairos.so loads by dlopen() where no static TLS is left.
 set -euo pipefail
 src=$1 scratch=$2 cxx=$3 version=$4 soversion=$5
 rm -rf "$scratch" && mkdir -p "$scratch"
@@ -52,3 +53,16 @@ ldd "$scratch/consumer/consumer" | grep "libkairos.so.$soversion" > /dev/null ||
        -o "$scratch/consumer/latency" -L"$(dirname "$lib")" -lkairos-latency -lkairos \
        -Wl,-rpath,"$(dirname "$lib")" -Wl,--no-undefined
 "$scratch/consumer/latency"
+# Loaded by dlopen() (a plugin, a JNI or Python extension) into a process with no static TLS to
+# spare: libkairos.so must not need any (no STATIC_TLS flag, which an initial-exec thread_local
+# sets for the library's whole TLS block), and a plugin linked against it loads and runs tasks
+# from the main thread and from a thread that existed before the dlopen(). The tunables leave
+# glibc no surplus of static TLS for dlopen()ed libraries.
+if readelf -d "$lib" | grep -q STATIC_TLS; then
+  echo "libkairos.so needs static TLS (an initial-exec thread_local?): dlopen() fails without spare"; exit 1
+fi
+"$cxx" -std=c++20 -pthread -fPIC -shared -I"$scratch/prefix/include" "$src/tests/package/dlopen/plugin.cpp" \
+       -o "$scratch/consumer/libplugin.so" -L"$(dirname "$lib")" -lkairos -Wl,-rpath,"$(dirname "$lib")" \
+       -Wl,--no-undefined
+"$cxx" -std=c++20 -pthread "$src/tests/package/dlopen/host.cpp" -o "$scratch/consumer/dlopen_host" -ldl
+GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0:glibc.rtld.nns=1 "$scratch/consumer/dlopen_host" "$scratch/consumer/libplugin.so"
