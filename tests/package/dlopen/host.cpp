@@ -23,15 +23,11 @@ int main(int argc, char** argv) {
     earlier_result.store(r(tasks));
   });
   void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    std::printf("dlopen failed: %s\n", dlerror());
+  auto r = lib != nullptr ? reinterpret_cast<Run>(dlsym(lib, "plugin_run")) : nullptr;
+  if (r == nullptr) {  // the earlier thread is let go before the exit (a joinable thread terminates)
+    std::printf("%s: %s\n", lib == nullptr ? "dlopen failed" : "no plugin_run", dlerror());
     run.store([](int) { return -1; }, std::memory_order_release);
     earlier.join();
-    return 1;
-  }
-  auto r = reinterpret_cast<Run>(dlsym(lib, "plugin_run"));
-  if (r == nullptr) {
-    std::printf("no plugin_run in %s\n", argv[1]);
     return 1;
   }
   run.store(r, std::memory_order_release);

@@ -1,4 +1,4 @@
-// plugin.cpp: a shared object that uses kairos (linked against libkairos.so), for dlopen_host.cpp.
+// plugin.cpp: a shared object that uses kairos (linked against libkairos.so), for host.cpp (dlopen/).
 // plugin_run() submits from the calling thread, so that thread's kairos thread_locals (node
 // magazines, producer token, clock pace) are made and used inside a library loaded by dlopen().
 #include <atomic>
