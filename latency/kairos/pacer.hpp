@@ -35,8 +35,10 @@
 //   that waits.
 // Errors:  a period <= 0, a concurrency of 0 or an interval <= 0 throws std::invalid_argument.
 //   An exception from the function (the first one, with concurrency) or from an interval or
-//   progress callback stops the run and is rethrown by run_for()/run_count(). A run that the scheduler ends (shutdown,
-//   shutdown_now, or a rejected submission) throws CancelledError / RejectedExecution.
+//   progress callback stops the run and is rethrown by run_for()/run_count(). A run that the
+//   scheduler ends throws CancelledError: shutdown() or shutdown_now() during the run, or before
+//   it (its submission refused because the scheduler is shut down; such a run makes no call).
+//   A submission refused over capacity (Rejection::abort) throws RejectedExecution.
 //
 // Example: pace a function at 100,000 calls/s for 5 s and print its latency percentiles.
 //
@@ -259,35 +261,79 @@ class BasicPacer {
     std::atomic<bool> sleeping{false};  // the thread is (about to be) blocked in bell.wait()
   };
 
-  // The open interval and the closed ones not yet handed out; guarded by mu.
+  // The open interval and the closed ones not yet handed out. A calling thread records each
+  // call under mu; the waiting thread takes the closed ones under mu and hands them out (with
+  // the empty intervals between them) outside it. An interval in which no call ended is never
+  // built while calls are made: a run that falls far behind (a stalled host, a sanitizer) would
+  // otherwise copy three histograms (171 KiB) per skipped interval under the lock, in the calling
+  // threads, and fall further behind the more it skipped.
   struct Intervals {
     std::mutex mu;
     std::int64_t every = 0;  // 0: off
-    std::uint64_t open = 0;
-    LatencyHistogram histogram, service, start_lag;
-    std::vector<PacerInterval> ready;
+    // -- guarded by mu ---------------------------------------------------------------------
+    std::uint64_t open = 0;                          // index of the open interval
+    std::unique_ptr<PacerInterval> current;          // its calls; null while it has none
+    std::vector<std::unique_ptr<PacerInterval>> ready;  // closed, with calls, in index order
+    // -- the waiting thread only ------------------------------------------------------------
+    std::uint64_t handed = 0;               // intervals handed out: 0 .. handed - 1
+    std::unique_ptr<PacerInterval> empty;   // handed out for each interval without calls
 
-    void close_open(std::int64_t length) {  // mu held
-      PacerInterval i;
-      i.index = open;
-      i.start = Duration(static_cast<std::int64_t>(open) * every);
-      i.length = Duration(length);
-      i.histogram = histogram;
-      i.service = service;
-      i.start_lag = start_lag;
-      histogram.reset();
-      service.reset();
-      start_lag.reset();
-      ready.push_back(std::move(i));
-      ++open;
+    void close_current() {  // mu held
+      if (current) ready.push_back(std::move(current));
     }
     void record(std::int64_t since_start, std::int64_t response, std::int64_t service_ns, std::int64_t lag) {
       std::lock_guard lock(mu);
       const std::uint64_t at = since_start < 0 ? 0 : static_cast<std::uint64_t>(since_start / every);
-      while (open < at) close_open(every);  // a call that ends late in an old interval: the open one
-      histogram.record(response);
-      service.record(service_ns);
-      start_lag.record(lag);
+      if (at > open) {  // the intervals between had no call: nothing is kept of them
+        close_current();
+        open = at;
+      }  // a call that ends late in an old interval (at < open) counts in the open one
+      if (!current) {
+        current = std::make_unique<PacerInterval>();
+        current->index = open;
+        current->start = Duration(static_cast<std::int64_t>(open) * every);
+        current->length = Duration(every);
+      }
+      current->histogram.record(response);
+      current->service.record(service_ns);
+      current->start_lag.record(lag);
+    }
+    // Waiting thread: the closed intervals, in order, with an empty one for each index without
+    // calls. run_end >= 0 (the run's elapsed time) closes the open interval too: it ends there.
+    template <class Fn>
+    void hand_out(Fn&& fn, std::int64_t run_end = -1) {
+      std::vector<std::unique_ptr<PacerInterval>> closed;
+      std::uint64_t upto;
+      {
+        std::lock_guard lock(mu);
+        if (run_end >= 0) {
+          if (!current) {
+            current = std::make_unique<PacerInterval>();
+            current->index = open;
+            current->start = Duration(static_cast<std::int64_t>(open) * every);
+          }
+          current->length = Duration(std::max<std::int64_t>(0, run_end - current->start.count()));
+          close_current();
+          ++open;
+        }
+        upto = open;
+        closed.swap(ready);
+      }
+      auto gap_until = [&](std::uint64_t index) {
+        for (; handed < index; ++handed) {
+          if (!empty) empty = std::make_unique<PacerInterval>();
+          empty->index = handed;
+          empty->start = Duration(static_cast<std::int64_t>(handed) * every);
+          empty->length = Duration(every);
+          fn(*empty);
+        }
+      };
+      for (const auto& i : closed) {
+        gap_until(i->index);
+        fn(*i);
+        handed = i->index + 1;
+      }
+      gap_until(upto);
     }
   };
 
@@ -317,6 +363,7 @@ class BasicPacer {
     // -- concurrency n only ----------------------------------------------------------------
     std::unique_ptr<Slot[]> slots;           // one per calling thread: slots[k % n] for call k
     std::atomic<unsigned> running{0};        // calling threads not yet finished
+    std::atomic<bool> begun{false};          // the scheduler accepted the run, or it is stopped
     // -- shared: guarded by mu ----------------------------------------------------------
     std::mutex mu;
     std::condition_variable cv;
@@ -418,6 +465,8 @@ class BasicPacer {
   template <class Fn>
   static void stop_workers(State<Fn>& s) {
     s.stop.store(true, std::memory_order_release);
+    s.begun.store(true, std::memory_order_release);  // a thread still waiting for the run to begin
+    s.begun.notify_all();                            // wakes, sees stop, and ends
     for (std::size_t w = 0; w < s.tallies.size(); ++w) {
       // Every waiter's word changes and counts every call as released: the thread wakes, and its
       // stop check (acquire; the store above is sequenced before this bump) ends it.
@@ -434,6 +483,10 @@ class BasicPacer {
   static void worker(State<Fn>& s, unsigned w, Tally& t) {
     const std::uint64_t n = s.tallies.size();
     Slot& slot = s.slots[w];
+    // No call before the scheduler accepted the run (or the run is stopped): a refused run
+    // makes no call at all. (PB2) acquire, pairs with (PB1): intended0 and the rest of the
+    // run's setup were written before.
+    s.begun.wait(false, std::memory_order_acquire);
     for (std::uint64_t j = 0;; ++j) {
       const std::uint64_t k = w + j * n;
       if (k >= s.total || s.stop.load(std::memory_order_acquire)) break;
@@ -516,17 +569,34 @@ class BasicPacer {
         for (auto& t : threads) t.join();
       }
     } joiner{s, threads};
-    ScheduledFuture<void> future;
-    // The first run at the first intended start (also when starting the threads took time).
-    const Duration first_in(std::max<std::int64_t>(0, s.intended0 - now_ns(clock_)));
-    if (n == 1) {
-      future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, first_in, Duration(period));
-    } else {
+    if (n > 1) {
       s.running.store(n, std::memory_order_relaxed);
       threads.reserve(n);
       s.slots = std::make_unique<Slot[]>(n);
       for (unsigned w = 0; w < n; ++w) threads.emplace_back([&s, w] { worker(s, w, s.tallies[w]); });
-      future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, first_in, Duration(period));
+    }
+    // The first run at the first intended start (also when starting the threads took time). A
+    // submission refused because the scheduler is shut down is a run the scheduler ended:
+    // CancelledError, as when the shutdown comes a moment later (the calling threads, which
+    // would otherwise start calls by the clock alone, wait for the submission's outcome; this
+    // is what let a shutdown observe calls of a run whose submission it then refused).
+    ScheduledFuture<void> future;
+    const Duration first_in(std::max<std::int64_t>(0, s.intended0 - now_ns(clock_)));
+    try {
+      if (n == 1) future = scheduler_.schedule_at_fixed_rate(Body<Fn>{state}, first_in, Duration(period));
+      else future = scheduler_.schedule_at_fixed_rate(Tick<Fn>{state}, first_in, Duration(period));
+    } catch (const RejectedExecution& e) {
+      if (!scheduler_.is_shutdown()) throw;  // capacity reached: Rejection::abort's own error
+      throw CancelledError(std::string("kairos::Pacer: the scheduler ended the run before its first call (") +
+                           e.what() + ")");
+    }
+    // Refused without a throw (Rejection::discard, or an on_rejected handler that dropped the
+    // task): its future is already cancelled. Ended before its first call, like a shutdown.
+    if (future.is_done())
+      throw CancelledError("kairos::Pacer: the scheduler refused the run (its future is cancelled)");
+    if (n > 1) {
+      s.begun.store(true, std::memory_order_release);  // (PB1) pairs with (PB2) in worker()
+      s.begun.notify_all();
     }
 
     bool stopped_by_scheduler = false;
@@ -547,7 +617,7 @@ class BasicPacer {
         if (callback_error) continue;
         lock.unlock();
         try {
-          hand_out(s);
+          if (s.intervals.every) s.intervals.hand_out(interval_fn_);
           if (progress_every_ && now_ns(clock_) >= next_progress) {
             next_progress = now_ns(clock_) + progress_every_;
             progress_fn_(s.calls_made.load(std::memory_order_relaxed), calls);
@@ -595,27 +665,9 @@ class BasicPacer {
     report.service = std::move(all.service);
     report.start_lag = std::move(all.start_lag);
 
-    if (s.intervals.every) {
-      {
-        std::lock_guard lock(s.intervals.mu);
-        const std::int64_t open_start = static_cast<std::int64_t>(s.intervals.open) * s.intervals.every;
-        s.intervals.close_open(std::max<std::int64_t>(0, report.elapsed.count() - open_start));
-      }
-      hand_out(s);
-    }
+    if (s.intervals.every) s.intervals.hand_out(interval_fn_, report.elapsed.count());
     if (progress_every_) progress_fn_(calls, calls);
     return report;
-  }
-
-  template <class Fn>
-  void hand_out(State<Fn>& s) {
-    if (!s.intervals.every) return;
-    std::vector<PacerInterval> ready;
-    {
-      std::lock_guard lock(s.intervals.mu);
-      ready.swap(s.intervals.ready);
-    }
-    for (const PacerInterval& i : ready) interval_fn_(i);
   }
 
   static std::int64_t now_ns(const Clock* clock) noexcept {

@@ -98,37 +98,36 @@ TEST(PacerConcurrency, CallsRunBesideASlowCallOnAManualClock) {
   EXPECT_EQ(r.elapsed, 5ms);
 }
 
-// Real time: a call of 100 periods on one thread delays that thread's later calls only. The other
-// thread's calls keep their schedule (start lag far below the slow call's length), and the
-// delayed ones are measured from their intended start (the slow call shows in max_behind).
+// Real time, no timing assumption: call 4 blocks its thread until the other thread has made its
+// calls up to 25 (a thread that waited for the other would never get there: the bounded wait
+// fails the test instead of hanging it). The other thread's calls keep their own share of the
+// schedule, and the delayed ones of the blocked thread are measured from their intended start:
+// call 6, due at 6 ms, cannot start before call 25's intended start (25 ms; calls never start
+// early), so it is at least 19 ms late, and so is max_behind.
 TEST(PacerConcurrency, ASlowCallDelaysOnlyItsOwnThreadsCalls) {
   kairos::Scheduler scheduler{{.shards = 1}};
-  kairos::Pacer pacer{scheduler};
+  kairos::Pacer pacer{scheduler, 0ns};
   pacer.set_concurrency(2);
-  constexpr std::uint64_t kCalls = 140;
-  constexpr auto kSlow = 100ms;
+  constexpr std::uint64_t kCalls = 40;
   std::vector<std::thread::id> thread_of(kCalls);
   std::vector<std::int64_t> lag_ns(kCalls);
+  std::atomic<std::uint64_t> odd_done{0};  // the other thread's calls made so far
+  std::atomic<bool> other_ran_beside{false};
   const PacerReport r = pacer.run_count(
       [&](std::uint64_t n, kairos::SteadyClock::time_point intended) {
         lag_ns[n] = (kairos::SteadyClock::now() - intended).count();
         thread_of[n] = std::this_thread::get_id();
-        if (n == 4) std::this_thread::sleep_for(kSlow);
+        if (n == 4) other_ran_beside = eventually([&] { return odd_done.load() >= 13; });  // calls 1, 3, ..., 25
+        if (n % 2 == 1) odd_done.fetch_add(1);
       },
       1ms, kCalls);
   ASSERT_EQ(r.calls, kCalls);
-  std::int64_t odd_max = 0, even_max = 0;
-  for (std::uint64_t n = 0; n < kCalls; ++n) {
+  EXPECT_TRUE(other_ran_beside.load()) << "the other thread's calls waited for the slow call";
+  for (std::uint64_t n = 0; n < kCalls; ++n)
     EXPECT_EQ(thread_of[n], thread_of[n % 2]) << "call " << n << " ran on the other thread's share";
-    (n % 2 ? odd_max : even_max) = std::max(n % 2 ? odd_max : even_max, lag_ns[n]);
-  }
   EXPECT_NE(thread_of[0], thread_of[1]);
-  // Call 6 was due 2 ms after call 4 started and waited for its 100 ms: at least 98 ms late.
-  EXPECT_GE(even_max, std::chrono::nanoseconds(kSlow - 2ms).count());
-  EXPECT_GE(r.max_behind, kSlow - 2ms);
-  // The bound: half the slow call. A thread that waited for the other would be ~98 ms late.
-  EXPECT_LT(odd_max, std::chrono::nanoseconds(kSlow / 2).count())
-      << "the other thread's calls were delayed by the slow call";
+  EXPECT_GE(lag_ns[6], std::chrono::nanoseconds(19ms).count());
+  EXPECT_GE(r.max_behind, 19ms);
 }
 
 // The first three calls wait until three calls are in flight: only three threads let them.
@@ -191,9 +190,12 @@ TEST(PacerConcurrency, AnExceptionStopsEveryThreadAndIsRethrown) {
                      if (n == 20) throw std::out_of_range("call 20");
                      made.fetch_add(1);
                    },
-                   100us, 100'000),
+                   1ms, 100'000),
                std::out_of_range);
-  EXPECT_LT(made.load(), 1000u);  // stopped, not run to 100,000 (10 s)
+  // Stopped, not run to 100,000 (100 s). The other threads make calls by the clock until the
+  // throw: a thread that owns call 20 and is kept off the CPU for s seconds lets them make about
+  // 1000 * s, so the bound is loose (a 50 s stall).
+  EXPECT_LT(made.load(), 50'000u);
   // The pacer is usable again: no thread of the failed run is left.
   const PacerReport r = pacer.run_count([] {}, 100us, 10);
   EXPECT_EQ(r.calls, 10u);
@@ -212,6 +214,46 @@ TEST(PacerConcurrency, ARunTheSchedulerEndsThrowsCancelledError) {
   EXPECT_THROW(pacer.run_for([&] { made.fetch_add(1); }, 1ms, 60s), kairos::CancelledError);
   stopper.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+// A run on a scheduler that is already shut down is a run the scheduler ended: CancelledError
+// (its submission is refused; RejectedExecution escaped before), and no call is made. The
+// shutdown raced the run's submission in ARunTheSchedulerEndsThrowsCancelledError: the calling
+// threads made calls by the clock before the submission, and a shutdown seen after 10 calls
+// then refused it.
+TEST(PacerConcurrency, ARunOnAShutDownSchedulerThrowsCancelledErrorAndMakesNoCall) {
+  for (unsigned n : {1u, 2u}) {
+    kairos::Scheduler scheduler;
+    scheduler.shutdown();
+    kairos::Pacer pacer{scheduler, 0ns};
+    pacer.set_concurrency(n);
+    std::atomic<std::uint64_t> made{0};
+    EXPECT_THROW(pacer.run_count([&] { made.fetch_add(1); }, 1ms, 100), kairos::CancelledError) << "n " << n;
+    EXPECT_EQ(made.load(), 0u) << "n " << n;
+  }
+}
+
+// The calling threads make no call before the scheduler has accepted the run. The rejection
+// handler runs inside the submission: it waits (up to 1 s) for a call to happen meanwhile. On a
+// ManualClock with no start delay call 0 is due at once, so a thread that did not wait for the
+// submission's outcome would make it within that second.
+TEST(PacerConcurrency, NoCallBeforeTheSchedulerAcceptedTheRun) {
+  std::atomic<std::uint64_t> made{0};
+  std::atomic<bool> call_during_submission{false};
+  kairos::ManualClock clock;
+  kairos::Options options;
+  options.on_rejected = [&](kairos::Task, const kairos::RejectionInfo&) {
+    const auto give_up = std::chrono::steady_clock::now() + 1s;
+    while (made.load() == 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    call_during_submission = made.load() != 0;
+  };  // the Task is dropped: the run's future completes as cancelled
+  kairos::BasicScheduler<kairos::ManualClock> scheduler{options, clock};
+  scheduler.shutdown();
+  kairos::BasicPacer<kairos::ManualClock> pacer{scheduler, clock, 0ns};
+  pacer.set_concurrency(2);
+  EXPECT_THROW(pacer.run_count([&] { made.fetch_add(1); }, 1ms, 10), kairos::CancelledError);
+  EXPECT_FALSE(call_during_submission.load());
+  EXPECT_EQ(made.load(), 0u);
 }
 
 // Intervals by the time a call ends. On a ManualClock, each call moves the clock 1 ms forward
@@ -250,6 +292,40 @@ TEST(PacerIntervals, ExactIntervalsOnAManualClock) {
   EXPECT_EQ(r.elapsed, 10ms);
 }
 
+// A run that falls far behind: call 1 moves the clock 5 s forward, so the intervals of 2 ms
+// between the end of call 0 (1 ms) and the end of calls 1 and 2 (5001 ms) have no call. Each is
+// handed out, empty, in order, and the calling thread did not build them: the 2499 empty ones
+// come from the waiting thread (the calling thread used to copy three histograms per skipped
+// interval under the intervals' lock, and a run held back by a loaded host fell further behind
+// the more intervals it skipped: PacerIntervals.IntervalsAddUpWithThreads hung under TSan).
+TEST(PacerIntervals, ARunFarBehindHandsOutEverySkippedIntervalEmpty) {
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> scheduler{kairos::Options{}, clock};
+  kairos::BasicPacer<kairos::ManualClock> pacer{scheduler, clock, 0ns};
+  std::uint64_t got = 0, empty = 0;
+  bool in_order = true, lengths = true;
+  std::vector<std::uint64_t> with_calls;  // (index, count) of the non-empty ones
+  pacer.set_intervals(2ms, [&](const kairos::PacerInterval& i) {
+    in_order = in_order && i.index == got && i.start == std::chrono::milliseconds(2 * got);
+    lengths = lengths && i.length == (i.index == 2500 ? 1ms : 2ms);
+    ++got;
+    if (i.histogram.count() == 0 && i.service.count() == 0 && i.start_lag.count() == 0) ++empty;
+    else with_calls.insert(with_calls.end(), {i.index, i.histogram.count()});
+  });
+  const PacerReport r = pacer.run_count(
+      [&](std::uint64_t n) {
+        if (n == 0) clock.advance(1ms);
+        if (n == 1) clock.advance(5000ms);
+      },
+      1ms, 3);
+  EXPECT_EQ(got, 2501u);
+  EXPECT_EQ(empty, 2499u);
+  EXPECT_TRUE(in_order);
+  EXPECT_TRUE(lengths);
+  EXPECT_EQ(with_calls, (std::vector<std::uint64_t>{0, 1, 2500, 2}));
+  EXPECT_EQ(r.elapsed, 5001ms);
+}
+
 // With several calling threads the intervals still add up to the report, in order, with none
 // missing (which interval a call lands in depends on when it ends).
 TEST(PacerIntervals, IntervalsAddUpWithThreads) {
@@ -257,18 +333,21 @@ TEST(PacerIntervals, IntervalsAddUpWithThreads) {
   kairos::Pacer pacer{scheduler};
   pacer.set_concurrency(3);
   pacer.set_warmup(30);
-  std::vector<kairos::PacerInterval> got;
-  pacer.set_intervals(10ms, [&](const kairos::PacerInterval& i) { got.push_back(i); });
-  const PacerReport r = pacer.run_count([] { std::this_thread::sleep_for(100us); }, 500us, 200);  // 100 ms
-  ASSERT_GE(got.size(), 10u);
+  // Summed as they come (on this thread): a run that a loaded host holds back by seconds hands
+  // out hundreds of intervals, and a copy of each (171 KiB) would be the test's own slowness.
+  std::size_t got = 0;
+  bool in_order = true;
   kairos::LatencyHistogram sum, service, lag;
-  for (std::size_t k = 0; k < got.size(); ++k) {
-    EXPECT_EQ(got[k].index, k);
-    EXPECT_EQ(got[k].start, std::chrono::milliseconds(10 * k));
-    sum.merge(got[k].histogram);
-    service.merge(got[k].service);
-    lag.merge(got[k].start_lag);
-  }
+  pacer.set_intervals(10ms, [&](const kairos::PacerInterval& i) {
+    in_order = in_order && i.index == got && i.start == std::chrono::milliseconds(10 * got);
+    ++got;
+    sum.merge(i.histogram);
+    service.merge(i.service);
+    lag.merge(i.start_lag);
+  });
+  const PacerReport r = pacer.run_count([] { std::this_thread::sleep_for(100us); }, 500us, 200);  // 100 ms
+  EXPECT_GE(got, 10u);  // the last call ends after its intended start, 99.5 ms
+  EXPECT_TRUE(in_order);
   EXPECT_EQ(sum, r.histogram);
   EXPECT_EQ(service, r.service);
   EXPECT_EQ(lag, r.start_lag);
@@ -276,27 +355,37 @@ TEST(PacerIntervals, IntervalsAddUpWithThreads) {
 }
 
 // Progress is told while the run goes (done never decreasing) and once at the end with done ==
-// total, on the thread that called run_for.
+// total, on the thread that called run_for. No timing assumption: call 100 waits (up to 10 s)
+// until progress has been told twice, so at least two reports come before the end, each with
+// done <= 100.
 TEST(PacerProgress, ToldDuringTheRunAndAtTheEnd) {
   kairos::Scheduler scheduler;
   kairos::Pacer pacer{scheduler};
   pacer.set_warmup(10);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> told;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> told;  // this thread's
+  std::atomic<std::size_t> times_told{0};
   const std::thread::id caller = std::this_thread::get_id();
   bool on_caller = true;
   pacer.set_progress(20ms, [&](std::uint64_t d, std::uint64_t t) {
     on_caller = on_caller && std::this_thread::get_id() == caller;
     told.emplace_back(d, t);
+    times_told.fetch_add(1);
   });
-  pacer.run_count([] {}, 1ms, 200);  // 210 ms
-  ASSERT_GE(told.size(), 3u);        // at least two during 210 ms, and the last
+  std::atomic<bool> told_while_blocked{false};
+  pacer.run_count(
+      [&](std::uint64_t n) {
+        if (n == 100) told_while_blocked = eventually([&] { return times_told.load() >= 2; });
+      },
+      1ms, 200);  // 210 calls with the warm-up
+  EXPECT_TRUE(told_while_blocked.load());
+  ASSERT_GE(told.size(), 3u);
   for (std::size_t k = 0; k < told.size(); ++k) {
     EXPECT_EQ(told[k].second, 210u);
     if (k > 0) {
       EXPECT_GE(told[k].first, told[k - 1].first);
     }
   }
-  EXPECT_LT(told.front().first, 210u);
+  EXPECT_LE(told[1].first, 100u);
   EXPECT_EQ(told.back().first, 210u);
   EXPECT_TRUE(on_caller);
 }
@@ -319,24 +408,33 @@ TEST(PacerConcurrency, BadArguments) {
 }
 
 // Start lag at two threads against one, same rate (2,000 calls/s, trivial calls), same
-// scheduler: the median at concurrency 2 stays within 5 ms of the median at concurrency 1. The
-// bound is generous (a loaded 2-core machine, sanitizers); a hand-off between the calling threads
-// on each call's path, as a shared front of the schedule had, is what it guards against.
+// scheduler: the median at concurrency 2 stays within 5 ms (plus twice the median at
+// concurrency 1) of the median at concurrency 1, in at least one of five rounds of one run
+// each. A hand-off between the calling threads on each call's path, as a shared front of the
+// schedule had, is what it guards against: that is in every round. A loaded host is not: it
+// holds the two threads' wake-ups back by milliseconds in one round, not in all five (a round
+// that fails is printed). The threads' independence itself is pinned without timing above
+// (CallsRunBesideASlowCallOnAManualClock, ASlowCallDelaysOnlyItsOwnThreadsCalls).
 TEST(PacerConcurrency, StartLagAtTwoThreadsNearOne) {
   kairos::Scheduler scheduler{{.shards = 1}};
   kairos::Pacer pacer{scheduler};
   pacer.set_warmup(100);
   const auto period = kairos::Pacer::period_for_rate(2'000);
-  std::int64_t p50[3] = {};
-  for (unsigned c : {1u, 2u}) {
-    pacer.set_concurrency(c);
-    const PacerReport r = pacer.run_count([] {}, period, 400);
-    ASSERT_EQ(r.calls, 400u);
-    p50[c] = r.start_lag.value_at_percentile(50);
-    std::printf("concurrency %u: start lag p50 %.1f us, p99 %.1f us, max %.1f us\n", c, p50[c] / 1e3,
-                r.start_lag.value_at_percentile(99) / 1e3, r.start_lag.max() / 1e3);
+  bool held = false;
+  for (int round = 1; round <= 5 && !held; ++round) {
+    std::int64_t p50[3] = {};
+    for (unsigned c : {1u, 2u}) {
+      pacer.set_concurrency(c);
+      const PacerReport r = pacer.run_count([] {}, period, 400);
+      ASSERT_EQ(r.calls, 400u);
+      EXPECT_EQ(r.start_lag.below_zero(), 0u);  // never early, in every round
+      p50[c] = r.start_lag.value_at_percentile(50);
+      std::printf("round %d, concurrency %u: start lag p50 %.1f us, p99 %.1f us, max %.1f us\n", round, c,
+                  p50[c] / 1e3, r.start_lag.value_at_percentile(99) / 1e3, r.start_lag.max() / 1e3);
+    }
+    held = p50[2] <= 3 * p50[1] + std::chrono::nanoseconds(5ms).count();
   }
-  EXPECT_LE(p50[2], p50[1] + std::chrono::nanoseconds(5ms).count());
+  EXPECT_TRUE(held) << "the start lag at concurrency 2 was far above concurrency 1's in all five rounds";
 }
 
 // The start-lag table for PERF.md: not run by ctest (it measures; run it on a quiet machine, and
