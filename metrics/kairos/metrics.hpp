@@ -141,13 +141,13 @@ class SchedulerCollector : public prometheus::Collectable {
   const std::vector<std::chrono::nanoseconds>& lateness_buckets() const noexcept { return lateness_buckets_; }
 
  private:
-  // The live exposures, in the order they were added, plus ended ones not yet swept: scrapes
-  // skip those and add() sweeps them.
-  std::vector<std::shared_ptr<detail::ExposedScheduler>> snapshot() const;
+  std::vector<std::shared_ptr<detail::ExposedScheduler>> snapshot() const;  // a copy of exposed_
   Exposure add_exposure(std::string name, std::function<SchedulerStats()> read_stats,
                         std::weak_ptr<const void> owner, bool owned_elsewhere);
   const std::vector<std::chrono::nanoseconds> lateness_buckets_;
   mutable std::mutex mu_;  // guards exposed_; never held while a scheduler is read
+  // The exposures in the order they were added, plus ended ones (reset, or owner gone) that no
+  // add() has swept yet: scrapes skip those.
   std::vector<std::shared_ptr<detail::ExposedScheduler>> exposed_;
 };
 
