@@ -78,13 +78,24 @@ LatencyHistogram from_base64(std::string_view text);
 
 // ---- interval logs (.hlog, "Histogram log format version 1.3") ------------------------------
 
-// Writes a log: the header at construction, then one line per interval:
+// HlogWriter(out, start_later): the header waits for start(), when the start time is known
+// (kairos::Pacer::hlog_intervals starts such a log at its run's first measured call).
+struct StartLater {};
+inline constexpr StartLater start_later{};
+
+// Writes a log: the header (StartTime, and BaseTime at the same moment: every line's start is
+// relative to it), then one line per interval:
 //   [Tag=<tag>,]<start s>,<length s>,<interval max / max_unit_ratio>,<base64 V2 compressed>
 // start is seconds relative to the StartTime in the header, as HdrHistogram's writer does;
 // Interval_Max is in milliseconds for ns values (max_unit_ratio 1e6, HdrHistogram's default).
+// The header is written at construction, or with start_later by start(); comment() and write()
+// before it throw std::logic_error, and so does a second start().
 class HlogWriter {
  public:
   explicit HlogWriter(std::ostream& out, double start_time_s = now_s(), double max_unit_ratio = 1e6);
+  HlogWriter(std::ostream& out, StartLater, double max_unit_ratio = 1e6);
+  void start(double start_time_s);  // the header, for a log made with start_later
+  bool started() const noexcept { return started_; }
   void comment(std::string_view text);
   // tag: empty or a word without ',', ' ' and newlines (HdrHistogram's rule).
   void write(const LatencyHistogram& h, double start_s, double length_s, std::string_view tag = {});
@@ -93,6 +104,7 @@ class HlogWriter {
  private:
   std::ostream& out_;
   double ratio_;
+  bool started_ = false;
 };
 
 struct HlogInterval {

@@ -26,7 +26,9 @@
 //   (a call is counted in the interval in which it ended, measured from the intended start of
 //   the first measured call; intervals without calls are handed out too, so the sum of the
 //   intervals is the report). hlog_intervals(log) turns an hdr::HlogWriter (kairos/hdr_codec.hpp)
-//   into such an fn. set_progress(every, fn) tells fn (done, total) every `every` and once at the
+//   into such an fn; a writer made with hdr::start_later gets the run's start as its StartTime.
+// Wall clock: the report's start_time and measured_from place the run in time (system_clock);
+//   write_hlog(out, report) writes the report as an .hlog whose StartTime is measured_from. set_progress(every, fn) tells fn (done, total) every `every` and once at the
 //   end. Both run on the thread that called run_for()/run_count(), never on a calling thread.
 // Threads: run_for() and run_count() block the calling thread until the last call returns; the
 //   function runs on a scheduler thread (concurrency 1) or on the pacer's threads (n > 1), where
@@ -69,8 +71,10 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -80,6 +84,7 @@
 #include <kairos/duration.hpp>
 #include <kairos/errors.hpp>
 #include <kairos/future.hpp>
+#include <kairos/hdr_codec.hpp>
 #include <kairos/latency_histogram.hpp>
 #include <kairos/scheduler.hpp>
 
@@ -100,6 +105,12 @@ struct PacerReport {
   LatencyHistogram start_lag;    // pacing error, per call: its actual start minus its intended start
   std::uint64_t warmup_calls = 0;  // calls made before the measured ones, in none of the above
   unsigned concurrency = 1;        // threads making calls (at most this many calls in flight)
+  // Wall clock (system_clock) at the intended start of the first call, warm-up included, and at
+  // that of the first measured call: the zero of elapsed, of every interval's start and of an
+  // .hlog written from this report or its intervals (its StartTime and BaseTime). Mapped from
+  // the pacer's clock once, when the run is submitted.
+  std::chrono::system_clock::time_point start_time{};
+  std::chrono::system_clock::time_point measured_from{};
 };
 
 // One interval of a run (BasicPacer::set_intervals): the calls that ended in it.
@@ -107,6 +118,7 @@ struct PacerInterval {
   std::uint64_t index = 0;       // 0, 1, 2, ...
   Duration start{};              // from the intended start of the first measured call
   Duration length{};             // the interval asked for; the last one ends with the run
+  std::chrono::system_clock::time_point measured_from{};  // the run's: start is counted from it
   LatencyHistogram histogram;    // response time, as in PacerReport
   LatencyHistogram service;      // service time
   LatencyHistogram start_lag;    // pacing error
@@ -150,6 +162,14 @@ inline std::string format_report(const PacerReport& r) {
     out += buf;
   }
   return out;
+}
+
+// The report as an interval log (.hlog): the header with StartTime and BaseTime at the report's
+// measured_from, then one interval, the whole run (from 0 for elapsed), holding the response
+// time (tagged `tag` if not empty). Interval logs of the run's intervals: hlog_intervals().
+inline void write_hlog(std::ostream& out, const PacerReport& r, std::string_view tag = {}) {
+  hdr::HlogWriter log(out, std::chrono::duration<double>(r.measured_from.time_since_epoch()).count());
+  log.write(r.histogram, 0.0, std::chrono::duration<double>(r.elapsed).count(), tag);
 }
 
 template <class Clock>
@@ -225,16 +245,24 @@ class BasicPacer {
 
   // An interval callback that writes each interval's response-time histogram as one line of an
   // interval log: log.write(histogram, start_s, length_s, tag), as kairos::hdr::HlogWriter takes
-  // it. Start times are from the first measured call's intended start, which is the start delay
-  // plus warm-up calls * period after the run begins: for the log's StartTime to be that moment,
-  // construct the writer with start_time_s = (system time just before the run) + start delay +
-  // warm-up * period, in seconds. `log` must outlive the runs.
+  // it. Start times are from the first measured call's intended start (measured_from). A log
+  // made with hdr::start_later gets its header from the first interval: StartTime and BaseTime
+  // are then that moment, with no arithmetic of the caller's. A log started already keeps its
+  // own StartTime (the lines stay relative to measured_from). `log` must outlive the runs.
   template <class Log>
   static IntervalFn hlog_intervals(Log& log, std::string tag = {}) {
     return [&log, tag = std::move(tag)](const PacerInterval& i) {
+      if constexpr (requires { log.started(); log.start(0.0); }) {
+        if (!log.started()) log.start(epoch_seconds(i.measured_from));
+      }
       log.write(i.histogram, std::chrono::duration<double>(i.start).count(),
                 std::chrono::duration<double>(i.length).count(), tag);
     };
+  }
+
+  // Seconds since the epoch, as an .hlog's StartTime takes them.
+  static double epoch_seconds(std::chrono::system_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
   }
 
  private:
@@ -278,6 +306,16 @@ class BasicPacer {
     std::uint64_t handed = 0;               // intervals handed out: 0 .. handed - 1
     std::unique_ptr<PacerInterval> empty;   // handed out for each interval without calls
 
+    std::chrono::system_clock::time_point measured_from{};  // set before the run, read-only after
+
+    std::unique_ptr<PacerInterval> make(std::uint64_t index) const {
+      auto i = std::make_unique<PacerInterval>();
+      i->index = index;
+      i->start = Duration(static_cast<std::int64_t>(index) * every);
+      i->length = Duration(every);
+      i->measured_from = measured_from;
+      return i;
+    }
     void close_current() {  // mu held
       if (current) ready.push_back(std::move(current));
     }
@@ -288,12 +326,7 @@ class BasicPacer {
         close_current();
         open = at;
       }  // a call that ends late in an old interval (at < open) counts in the open one
-      if (!current) {
-        current = std::make_unique<PacerInterval>();
-        current->index = open;
-        current->start = Duration(static_cast<std::int64_t>(open) * every);
-        current->length = Duration(every);
-      }
+      if (!current) current = make(open);
       current->histogram.record(response);
       current->service.record(service_ns);
       current->start_lag.record(lag);
@@ -307,11 +340,7 @@ class BasicPacer {
       {
         std::lock_guard lock(mu);
         if (run_end >= 0) {
-          if (!current) {
-            current = std::make_unique<PacerInterval>();
-            current->index = open;
-            current->start = Duration(static_cast<std::int64_t>(open) * every);
-          }
+          if (!current) current = make(open);
           current->length = Duration(std::max<std::int64_t>(0, run_end - current->start.count()));
           close_current();
           ++open;
@@ -321,10 +350,9 @@ class BasicPacer {
       }
       auto gap_until = [&](std::uint64_t index) {
         for (; handed < index; ++handed) {
-          if (!empty) empty = std::make_unique<PacerInterval>();
+          if (!empty) empty = make(handed);
           empty->index = handed;
           empty->start = Duration(static_cast<std::int64_t>(handed) * every);
-          empty->length = Duration(every);
           fn(*empty);
         }
       };
@@ -554,8 +582,13 @@ class BasicPacer {
     State<Fn>& s = *state;
     s.warmup = warmup;
     s.intervals.every = interval_;
+    const auto wall = std::chrono::system_clock::now();
     s.intended0 = now_ns(clock_) + start_delay_.count();
     s.measured0 = s.intended0 + static_cast<std::int64_t>(warmup) * period;
+    report.start_time = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(start_delay_);
+    report.measured_from = report.start_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                                   Duration(s.measured0 - s.intended0));
+    s.intervals.measured_from = report.measured_from;
 
     // The calling threads (concurrency n) exist before the first release; they are stopped and
     // joined on every way out of this function.

@@ -431,15 +431,28 @@ LatencyHistogram from_base64(std::string_view text) {
 
 HlogWriter::HlogWriter(std::ostream& out, double start_time_s, double max_unit_ratio)
     : out_(out), ratio_(max_unit_ratio) {
+  start(start_time_s);
+}
+
+HlogWriter::HlogWriter(std::ostream& out, StartLater, double max_unit_ratio) : out_(out), ratio_(max_unit_ratio) {}
+
+void HlogWriter::start(double start_time_s) {
+  if (started_) throw std::logic_error("kairos::hdr::HlogWriter: start() on a log that has its header");
+  started_ = true;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "#[StartTime: %.3f (seconds since epoch)]\n", start_time_s);
+  std::snprintf(buf, sizeof buf, "#[StartTime: %.3f (seconds since epoch)]\n#[BaseTime: %.3f (seconds since epoch)]\n",
+                start_time_s, start_time_s);
   out_ << "#[Histogram log format version 1.3]\n" << buf;
   out_ << "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n";
 }
 
-void HlogWriter::comment(std::string_view text) { out_ << "#" << text << "\n"; }
+void HlogWriter::comment(std::string_view text) {
+  if (!started_) throw std::logic_error("kairos::hdr::HlogWriter: comment() before start()");
+  out_ << "#" << text << "\n";
+}
 
 void HlogWriter::write(const LatencyHistogram& h, double start_s, double length_s, std::string_view tag) {
+  if (!started_) throw std::logic_error("kairos::hdr::HlogWriter: write() before start()");
   if (tag.find_first_of(", \r\n") != std::string_view::npos)
     detail::fail("an hlog tag may not contain ',', spaces or newlines");
   char buf[96];

@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -439,6 +440,29 @@ TEST(HdrCodecHostile, ZlibBombIsRefusedAtTheAnnouncedLengthWithTheReason) {
   LatencyHistogram h;
   for (std::int64_t v = 1; v < (std::int64_t{1} << 62); v = v * 3 + 1) h.record(v);
   EXPECT_TRUE(same_buckets(hdr::decode(hdr::encode_v2_compressed(h)), h));
+}
+
+// A log made with start_later writes its header at start(): StartTime and BaseTime both that
+// moment. Nothing may be written before it, and a log has one header.
+TEST(HdrLog, StartLaterWritesTheHeaderAtStart) {
+  std::ostringstream text;
+  hdr::HlogWriter log(text, hdr::start_later);
+  EXPECT_FALSE(log.started());
+  EXPECT_EQ(text.str(), "");
+  LatencyHistogram h;
+  h.record(1000);
+  EXPECT_THROW(log.write(h, 0, 1), std::logic_error);
+  EXPECT_THROW(log.comment("early"), std::logic_error);
+  log.start(1'700'000'000.25);
+  EXPECT_TRUE(log.started());
+  EXPECT_THROW(log.start(1'700'000'001.0), std::logic_error);
+  log.write(h, 0.5, 1);
+  std::istringstream in(text.str());
+  const hdr::Hlog back = hdr::read_hlog(in);
+  EXPECT_DOUBLE_EQ(back.start_time_s, 1'700'000'000.25);
+  EXPECT_DOUBLE_EQ(back.base_time_s, 1'700'000'000.25);
+  ASSERT_EQ(back.intervals.size(), 1u);
+  EXPECT_EQ(back.intervals[0].histogram.count(), 1u);
 }
 
 TEST(HdrCodecHostile, HlogNegativeIntervalLengthAndUnparsableStartTimeAreRefused) {

@@ -111,14 +111,16 @@ void pacing_error_at_100k(unsigned concurrency) {
 TEST(PacerReport, PacingErrorAt100kCallsPerSecond) { pacing_error_at_100k(1); }
 TEST(PacerReport, PacingErrorAt100kCallsPerSecondOnFourThreads) { pacing_error_at_100k(4); }
 
-// Interval snapshots written as an interval log, read back: the intervals add up to the run.
+// Interval snapshots written as an interval log, read back: the intervals add up to the run, and
+// the log's StartTime and BaseTime are the first measured call's intended start (after the start
+// delay and the warm-up), which the Pacer wrote itself (the log was made with start_later).
 TEST(PacerReport, IntervalsWrittenAsAnIntervalLogAddUpToTheRun) {
   kairos::Scheduler s;
   kairos::Pacer pacer{s};
   pacer.set_warmup(20);
   pacer.set_concurrency(2);
   std::ostringstream text;
-  kairos::hdr::HlogWriter log(text);
+  kairos::hdr::HlogWriter log(text, kairos::hdr::start_later);
   pacer.set_intervals(20ms, kairos::Pacer::hlog_intervals(log, "paced"));
   const kairos::PacerReport r = pacer.run_count([] {}, 1ms, 150);
   std::istringstream in(text.str());
@@ -133,6 +135,43 @@ TEST(PacerReport, IntervalsWrittenAsAnIntervalLogAddUpToTheRun) {
   EXPECT_EQ(sum.count(), 150u);  // the warm-up is in no interval
   EXPECT_EQ(sum.count(), r.histogram.count());
   EXPECT_EQ(sum.max(), kairos::hdr::decode(kairos::hdr::encode_v2(r.histogram)).max());
+  const double measured_from = kairos::Pacer::epoch_seconds(r.measured_from);  // written to the ms
+  EXPECT_NEAR(back.start_time_s, measured_from, 0.0006);
+  EXPECT_NEAR(back.base_time_s, measured_from, 0.0006);
+}
+
+// The run's start on the wall clock: the start delay after the run was submitted, and the
+// measured part the warm-up later (20 calls of 1 ms), exactly.
+TEST(PacerReport, StartTimesAreTheRunsOnTheWallClock) {
+  kairos::Scheduler s;
+  kairos::Pacer pacer{s, 5ms};
+  pacer.set_warmup(20);
+  const auto before = std::chrono::system_clock::now();
+  const kairos::PacerReport r = pacer.run_count([] {}, 1ms, 10);
+  const auto after = std::chrono::system_clock::now();
+  EXPECT_GE(r.start_time, before + 5ms);
+  EXPECT_LE(r.measured_from, after);  // the calls happen after their intended start
+  EXPECT_EQ(r.measured_from - r.start_time, 20ms);
+}
+
+// write_hlog(): a report as an interval log that HdrHistogram's tools place in time by
+// themselves: StartTime and BaseTime the report's measured_from, one interval of the whole run.
+TEST(PacerReport, WriteHlogPlacesTheReportInTime) {
+  kairos::Scheduler s;
+  kairos::Pacer pacer{s};
+  pacer.set_warmup(5);
+  const kairos::PacerReport r = pacer.run_count([] {}, 1ms, 20);
+  std::stringstream text;
+  kairos::write_hlog(text, r, "paced");
+  const kairos::hdr::Hlog back = kairos::hdr::read_hlog(text);
+  EXPECT_NEAR(back.start_time_s, kairos::Pacer::epoch_seconds(r.measured_from), 0.0006);
+  EXPECT_NEAR(back.base_time_s, kairos::Pacer::epoch_seconds(r.measured_from), 0.0006);
+  EXPECT_GT(back.start_time_s, 1.6e9);  // an epoch time, not 0
+  ASSERT_EQ(back.intervals.size(), 1u);
+  EXPECT_EQ(back.intervals[0].tag, "paced");
+  EXPECT_EQ(back.intervals[0].start_s, 0.0);
+  EXPECT_NEAR(back.intervals[0].length_s, std::chrono::duration<double>(r.elapsed).count(), 0.0006);
+  EXPECT_EQ(back.intervals[0].histogram.count(), 20u);
 }
 
 }  // namespace
