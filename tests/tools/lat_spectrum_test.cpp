@@ -2,7 +2,8 @@
 // (--from X --svg DIR) from each kind of input it reads: its own records, latency histogram JSON,
 // an .hlog and an .hgrm. Each chart must exist, parse as XML with an <svg> root, and carry its
 // axes: "percentile" with the 50/90/99/99.9/99.99 ticks, "latency (<unit>)". Also the spectrum's
-// points (the log axis, the maximum last) and the refusals (exit 2).
+// points (the log axis, the maximum last), the refusals (exit 2), --from repeated (the runs
+// overlaid), --log-y, and labels that never overlap nor leave the chart.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -12,9 +13,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
@@ -158,6 +162,156 @@ TEST(LatSpectrum, DistributionsWithoutSvgOrUnreadableAreUsageErrors) {
                 dir.string()).code, 2);
   EXPECT_EQ(run("--from " + write("bad-record.jsonl", R"({"workload":"W3","system":"s","parameters":{},"histogram":"AAAA"})" "\n").string() +
                 " --svg " + dir.string()).code, 2);
+}
+
+// The text elements of a chart, by class, with their content and position.
+struct Text {
+  std::string cls, anchor, content;
+  double x = 0, y = 0;
+};
+struct Chart {
+  double width = 0, height = 0;
+  std::vector<Text> texts;
+  std::vector<std::string> line_titles;  // each polyline's <title>
+  std::string y_label;
+};
+Chart parse_chart(const std::string& xml) {
+  boost::property_tree::ptree tree;
+  std::istringstream in(xml);
+  boost::property_tree::read_xml(in, tree);
+  Chart c;
+  const auto& svg = tree.get_child("svg");
+  c.width = svg.get<double>("<xmlattr>.width");
+  c.height = svg.get<double>("<xmlattr>.height");
+  for (const auto& [tag, node] : svg) {
+    if (tag == "polyline") c.line_titles.push_back(node.get("title", ""));
+    if (tag != "text") continue;
+    if (node.get("<xmlattr>.id", "") == "y-label") c.y_label = node.data();
+    const std::string cls = node.get("<xmlattr>.class", "");
+    if (cls.empty()) continue;
+    c.texts.push_back({cls, node.get("<xmlattr>.text-anchor", "start"), node.data(), node.get<double>("<xmlattr>.x"),
+                       node.get<double>("<xmlattr>.y")});
+  }
+  return c;
+}
+Chart parse_chart_file(const fs::path& path) {
+  std::ifstream f(path);
+  return parse_chart(std::string(std::istreambuf_iterator<char>(f), {}));
+}
+
+// No two labels (ticks, legend rows) overlap, and each lies inside the chart. A label's box: 13 px
+// high above its baseline, 7.5 px per character wide (13 px sans-serif is narrower), placed by
+// its text-anchor.
+void expect_labels_apart(const Chart& c) {
+  struct Box {
+    double x0, y0, x1, y1;
+    std::string what;
+  };
+  std::vector<Box> boxes;
+  for (const Text& t : c.texts) {
+    const double w = 7.5 * static_cast<double>(t.content.size());
+    const double x0 = t.anchor == "middle" ? t.x - w / 2 : t.anchor == "end" ? t.x - w : t.x;
+    boxes.push_back({x0, t.y - 13, x0 + w, t.y, t.cls + " '" + t.content + "'"});
+  }
+  for (const Box& b : boxes) {
+    EXPECT_GE(b.x0, 0) << b.what;
+    EXPECT_LE(b.x1, c.width) << b.what;
+    EXPECT_GE(b.y0, 0) << b.what;
+    EXPECT_LE(b.y1, c.height) << b.what;
+  }
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const Box &a = boxes[i], &b = boxes[j];
+      const bool apart = a.x1 <= b.x0 || b.x1 <= a.x0 || a.y1 <= b.y0 || b.y1 <= a.y0;
+      EXPECT_TRUE(apart) << a.what << " overlaps " << b.what;
+    }
+}
+
+std::string w3_records(const LatencyHistogram& h, const std::string& system) {
+  return R"({"workload":"W3","name":"lateness","system":")" + system + R"(","config":{"shards":1},)"
+         R"("parameters":{"count":20000},"repeat":1,"p50_ns":1,"histogram":")" + kairos::hdr::to_base64(h) + "\"}\n";
+}
+
+// Two runs' records, --from twice: a table for each file, and one W3 spectrum with a line per
+// run, each named after its file. Two .hlog files: one chart of both distributions.
+TEST(LatSpectrum, RepeatedFromOverlaysTheRunsInOneChart) {
+  LatencyHistogram slower;
+  for (int i = 1; i <= 20'000; ++i) slower.record(40'000 + static_cast<std::int64_t>(i) * i / 100);
+  const fs::path dir = scratch() / "overlay";
+  const fs::path before = write("before.jsonl", w3_records(sample(), "kairos-hybrid"));
+  const fs::path after = write("after.jsonl", w3_records(slower, "kairos-hybrid"));
+  Result r = run("--from " + before.string() + " --from " + after.string() + " --svg " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("== " + before.string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== " + after.string()), std::string::npos) << r.out;
+  expect_chart(dir / "w3_spectrum.svg", "us");
+  Chart c = parse_chart_file(dir / "w3_spectrum.svg");
+  ASSERT_EQ(c.line_titles.size(), 2u);
+  EXPECT_EQ(c.line_titles[0], "before: kairos-hybrid");
+  EXPECT_EQ(c.line_titles[1], "after: kairos-hybrid");
+  expect_labels_apart(c);
+  // The W3 lateness chart (svg_plot.hpp) has a legend row per file too.
+  const Chart lateness = parse_chart_file(dir / "w3_lateness.svg");
+  std::vector<std::string> rows;
+  for (const Text& t : lateness.texts)
+    if (t.cls == "legend") rows.push_back(t.content);
+  EXPECT_EQ(rows, (std::vector<std::string>{"before: kairos-hybrid", "after: kairos-hybrid"}));
+  expect_labels_apart(lateness);
+
+  std::ostringstream a, b;
+  kairos::hdr::HlogWriter(a, 1.7e9).write(sample(), 0, 1);
+  kairos::hdr::HlogWriter(b, 1.7e9).write(slower, 0, 1);
+  r = run("--from " + write("quiet.hlog", a.str()).string() + " --from " + write("busy.hlog", b.str()).string() +
+          " --svg " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  c = parse_chart_file(dir / "spectrum.svg");
+  // An untagged log's line is named after its file already: the overlay keeps that name.
+  EXPECT_EQ(c.line_titles, (std::vector<std::string>{"quiet", "busy"}));
+  // Files of the same name in two directories are told apart by their paths.
+  EXPECT_EQ(lat::input_names({"a/run.hlog", "b/run.hlog", "c/x.json"}),
+            (std::vector<std::string>{"a/run.hlog", "b/run.hlog", "x"}));
+}
+
+// --log-y: decades on the y axis, labelled in the chart's unit, evenly spaced, and the axis says so.
+TEST(LatSpectrum, LogYDrawsDecades) {
+  const fs::path dir = scratch() / "log";
+  const Result r = run("--from " + write("logy.json", sample().to_json() + "\n").string() + " --svg " +
+                       dir.string() + " --log-y");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Chart c = parse_chart_file(dir / "logy_spectrum.svg");
+  EXPECT_EQ(c.y_label, "latency (us, log scale)");
+  std::vector<std::pair<std::string, double>> ticks;
+  for (const Text& t : c.texts)
+    if (t.cls == "y-tick") ticks.emplace_back(t.content, t.y);
+  // 20 us to about 2 ms: the decades 10 us .. 10 ms.
+  ASSERT_EQ(ticks.size(), 4u);
+  const char* want[] = {"10", "100", "1000", "10000"};
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(ticks[k].first, want[k]);
+  EXPECT_NEAR(ticks[0].second - ticks[1].second, ticks[2].second - ticks[3].second, 1e-6);
+  EXPECT_GT(ticks[0].second, ticks[1].second);  // upwards
+  expect_labels_apart(c);
+}
+
+// Many lines with long labels: the legend's rows stay apart (the chart grows downwards), each
+// label is cut to the legend's width with "...", and the whole label stays the line's title.
+TEST(LatSpectrum, LabelsDoNotOverlapWithManyLongOnes) {
+  lat::SpectrumChart chart{"many", "Percentile spectrum: many", "", {}};
+  for (int k = 0; k < 40; ++k)
+    chart.series.push_back(lat::spectrum_of(
+        sample(), "run-" + std::to_string(k) + ": kairos-spin 2 shards pinned warm no-lateness producers=2"));
+  for (bool log_y : {false, true}) {
+    const Chart c = parse_chart(lat::spectrum_svg(chart, lat::SpectrumStyle{log_y}));
+    std::size_t legend = 0;
+    for (const Text& t : c.texts)
+      if (t.cls == "legend") {
+        ++legend;
+        EXPECT_EQ(t.content.substr(t.content.size() - 3), "...") << t.content;
+      }
+    EXPECT_EQ(legend, 40u);
+    EXPECT_EQ(c.line_titles.size(), 40u);
+    EXPECT_EQ(c.line_titles[7], "run-7: kairos-spin 2 shards pinned warm no-lateness producers=2");
+    expect_labels_apart(c);
+  }
 }
 
 }  // namespace

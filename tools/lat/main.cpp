@@ -94,7 +94,10 @@ Examples:
                                                    fresh and warmed-up runs side by side
   kairos-lat --from runs.jsonl --markdown          tables (medians, ratios) from saved JSON lines
   kairos-lat --from paced.hlog --svg plots         a percentile spectrum chart of any .hlog, .hgrm or
-                                                   latency histogram JSON)";
+                                                   latency histogram JSON
+  kairos-lat --from before.jsonl --from after.jsonl --svg plots --log-y
+                                                   two runs' spectra overlaid, one chart per workload,
+                                                   latency on a log scale)";
 
 const std::vector<std::string> kAllSystems = {"kairos-sleep", "kairos-hybrid", "kairos-spin", "kairos-adaptive", "kairos-poll", "kairos-loop", "kairos-loop-nowake",
                                               "naive-stpe", "asio", "asio-inline", "java-stpe-1", "java-stpe-2", "netty-wheel", "kernel-nanosleep"};
@@ -159,7 +162,9 @@ struct Cli {
   int producer_cpu = 0;
   unsigned repeat = 1;
   bool quick = false, table = false, markdown = false, demo = false;
-  std::string out, svg, from;
+  std::string out, svg;
+  std::vector<std::string> from;  // --from, repeatable: their charts overlaid
+  bool log_y = false;
   std::string java_dir = default_java_dir(), netty_jar = "/usr/share/java/netty-common.jar", java_heap = "8g";
   bool no_java_warmup = false, no_java = false;
   bool warm = false, warm_and_fresh = false;  // native systems: a warm-up pass before each run
@@ -297,12 +302,12 @@ void prepare_svg_dir(const std::string& dir) {
   if (!ok) throw UsageError("kairos-lat: --svg " + dir + ": cannot write into this directory");
 }
 
-void write_spectrum_svgs(const std::string& dir, const std::vector<SpectrumChart>& charts) {
+void write_spectrum_svgs(const std::string& dir, const std::vector<SpectrumChart>& charts, const SpectrumStyle& style) {
   prepare_svg_dir(dir);
   for (const SpectrumChart& chart : charts) {
     const std::string path = (std::filesystem::path(dir) / (chart.name + ".svg")).string();
     std::ofstream f(path);
-    if (!(f << spectrum_svg(chart)) || !f.flush()) throw UsageError("kairos-lat: cannot write " + path);
+    if (!(f << spectrum_svg(chart, style)) || !f.flush()) throw UsageError("kairos-lat: cannot write " + path);
     std::fprintf(stderr, "kairos-lat: wrote %s\n", std::filesystem::absolute(path).c_str());
   }
 }
@@ -459,7 +464,11 @@ void add_options(CLI::App& app, Cli& cli) {
   app.add_flag("--demo", cli.demo, "about a minute: W3 and W1 on kairos-hybrid and naive-stpe, table, SVG");
   app.add_option("--from", cli.from,
                  "do not run: tabulate kairos-lat's JSON lines of this file (and chart them with --svg), or "
-                 "draw the percentile spectrum (--svg DIR) of a latency histogram JSON, .hlog or .hgrm file");
+                 "draw the percentile spectrum (--svg DIR) of a latency histogram JSON, .hlog or .hgrm file; "
+                 "repeat it to overlay several runs: one spectrum chart per workload (and one for all the "
+                 "distributions), each line named after its file, a table per file")
+      ->allow_extra_args(false);  // one file per --from
+  app.add_flag("--log-y", cli.log_y, "percentile spectrum charts with the latency on a log scale (decades)");
   app.add_option("--java-dir", cli.java_dir, "where LatHarness.java is")->capture_default_str();
   app.add_option("--netty-jar", cli.netty_jar, "Netty's common jar")->capture_default_str();
   app.add_option("--java-heap", cli.java_heap, "the JVM's -Xmx")->capture_default_str();
@@ -502,37 +511,66 @@ void add_options(CLI::App& app, Cli& cli) {
 
 // ---- the four modes: --from, --demo, --child, and a run ---------------------------------------
 
-// --from FILE: kairos-lat's records as tables (and charts with --svg), or the percentile spectrum
-// chart of a distribution (a latency histogram JSON, .hlog or .hgrm).
+// --from FILE...: kairos-lat's records as tables (and charts with --svg), or the percentile
+// spectrum chart of a distribution (a latency histogram JSON, .hlog or .hgrm). Several files: a
+// table per file of records, and the charts overlaid (spectrum.hpp's overlay_charts; the W3/W4
+// lateness charts get a line per file and configuration), each line named after its file.
 int tabulate_from(const Cli& cli, const json& machine) {
-  const std::string text = read_input(cli.from);
-  InputKind kind = InputKind::records;
-  std::vector<SpectrumChart> charts;
-  try {
-    kind = detect_input_kind(text, cli.from);
-    if (kind != InputKind::records) charts = spectrum_charts(text, cli.from);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("kairos-lat: ") + e.what());  // names the file and line
-  }
-  if (kind != InputKind::records) {  // a distribution: its chart is the output
-    if (cli.svg.empty())
-      throw UsageError("kairos-lat: --from " + cli.from + " is " + input_kind_name(kind) +
-                       ", drawn as a percentile spectrum chart: give --svg DIR");
-    write_spectrum_svgs(cli.svg, charts);
-    return 0;
-  }
-  const std::vector<json> records = read_records(text, cli.from);
-  auto groups = group_runs(records);
-  print_tables(std::cout, groups, cli.markdown);
-  if (!cli.svg.empty()) {
-    write_svgs(cli.svg, groups, records.front().contains("machine") ? records.front()["machine"] : machine);
+  const bool overlay = cli.from.size() > 1;
+  const std::vector<std::string> names = input_names(cli.from);
+  std::vector<OverlayInput> inputs;
+  std::vector<RunGroup> all_groups;
+  json records_machine = machine;
+  bool any_records = false;
+  for (std::size_t k = 0; k < cli.from.size(); ++k) {
+    const std::string& path = cli.from[k];
+    const std::string text = read_input(path);
+    OverlayInput input{names[k], false, {}};
+    InputKind kind = InputKind::records;
     try {
-      charts = spectrum_charts(records);
+      kind = detect_input_kind(text, path);
+      if (kind != InputKind::records) input.charts = spectrum_charts(text, path);
     } catch (const std::invalid_argument& e) {
-      throw UsageError("kairos-lat: --from " + cli.from + ": " + e.what());
+      throw UsageError(std::string("kairos-lat: ") + e.what());  // names the file and line
     }
-    write_spectrum_svgs(cli.svg, charts);
+    if (kind != InputKind::records) {  // a distribution: its chart is the output
+      if (cli.svg.empty())
+        throw UsageError("kairos-lat: --from " + path + " is " + input_kind_name(kind) +
+                         ", drawn as a percentile spectrum chart: give --svg DIR");
+      inputs.push_back(std::move(input));
+      continue;
+    }
+    const std::vector<json> records = read_records(text, path);
+    auto groups = group_runs(records);
+    if (overlay) std::cout << (cli.markdown ? "## " : "== ") << path << "\n";
+    print_tables(std::cout, groups, cli.markdown);
+    if (!any_records && records.front().contains("machine")) records_machine = records.front()["machine"];
+    any_records = true;
+    input.records = true;
+    try {
+      input.charts = spectrum_charts(records);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("kairos-lat: --from " + path + ": " + e.what());
+    }
+    for (RunGroup& g : groups) {
+      if (overlay) g.label = names[k] + ": " + g.label;
+      all_groups.push_back(std::move(g));
+    }
+    inputs.push_back(std::move(input));
   }
+  if (cli.svg.empty()) return 0;
+  if (any_records) write_svgs(cli.svg, all_groups, records_machine);
+  std::vector<SpectrumChart> charts;
+  if (overlay) {
+    try {
+      charts = overlay_charts(inputs);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("kairos-lat: ") + e.what());  // more lines than a chart takes
+    }
+  } else {
+    charts = std::move(inputs.front().charts);
+  }
+  write_spectrum_svgs(cli.svg, charts, SpectrumStyle{cli.log_y});
   return 0;
 }
 
@@ -671,7 +709,7 @@ int run_plan(const Plan& plan, const Cli& cli, const json& machine) {
   print_tables(table_out, groups, cli.markdown);
   if (!cli.svg.empty()) {
     write_svgs(cli.svg, groups, machine);
-    write_spectrum_svgs(cli.svg, spectrum_charts(records));
+    write_spectrum_svgs(cli.svg, spectrum_charts(records), SpectrumStyle{cli.log_y});
   }
   for (const auto& b : broken) std::fprintf(stderr, "kairos-lat: rule broken: %s\n", b.c_str());
   if (failed > 0) std::fprintf(stderr, "kairos-lat: %zu of %zu runs failed\n", failed, run_no);

@@ -276,12 +276,51 @@ std::vector<SpectrumChart> spectrum_charts(const std::vector<json>& records) {
   return charts;
 }
 
-std::string spectrum_svg(const SpectrumChart& chart) {
-  const double width = 980, height = 560, left = 90, right = 300, top = 70, bottom = 64;
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
-  double x_max = 2, y_max = 0;
+std::vector<std::string> input_names(const std::vector<std::string>& paths) {
+  std::vector<std::string> names;
+  for (const std::string& p : paths) names.push_back(stem_of(p));
+  std::vector<std::string> out = names;
+  for (std::size_t k = 0; k < names.size(); ++k)
+    if (std::count(names.begin(), names.end(), names[k]) > 1) out[k] = paths[k];
+  return out;
+}
+
+std::vector<SpectrumChart> overlay_charts(const std::vector<OverlayInput>& inputs) {
+  std::string all;
+  for (const OverlayInput& in : inputs) all += (all.empty() ? "" : " vs ") + in.name;
+  std::vector<SpectrumChart> out;
+  for (const OverlayInput& in : inputs)
+    for (const SpectrumChart& c : in.charts) {
+      const std::string key = in.records ? c.name : "spectrum";
+      auto chart = std::find_if(out.begin(), out.end(), [&](const SpectrumChart& o) { return o.name == key; });
+      if (chart == out.end()) {
+        out.push_back({key, in.records ? c.title : "Percentile spectrum", "overlay: " + all, {}});
+        chart = out.end() - 1;
+      }
+      for (const SpectrumSeries& series : c.series)  // a line already named after its file keeps that name
+        add_series(*chart, {series.label == in.name ? in.name : in.name + ": " + series.label, series.points}, in.name);
+    }
+  return out;
+}
+
+std::string spectrum_svg(const SpectrumChart& chart, const SpectrumStyle& style) {
+  // Text is 13 px sans-serif; 7.5 px per character bounds its width (digits and capitals are
+  // the widest) for the layout below.
+  constexpr double kCharWidth = 7.5, kRow = 18;
+  const double width = 980, left = 90, right = 340, top = 70, plot_h = 426, bottom = 64;
+  const double plot_w = width - left - right;
+  const double legend_x = left + plot_w + 20, legend_text_x = legend_x + 32;
+  const auto legend_chars = static_cast<std::size_t>((width - 8 - legend_text_x) / kCharWidth);
+  // The legend's rows start at the plot's top; the chart grows downwards when they need it.
+  const double legend_h = 10 + kRow * static_cast<double>(chart.series.size());
+  const double height = top + std::max(plot_h, legend_h) + bottom;
+
+  double x_max = 2, y_max = 0, y_min = 0;
   for (const SpectrumSeries& s : chart.series)
-    for (const auto& [x, y] : s.points) x_max = std::max(x_max, x), y_max = std::max(y_max, y);
+    for (const auto& [x, y] : s.points) {
+      x_max = std::max(x_max, x), y_max = std::max(y_max, y);
+      if (y >= 1 && (y_min == 0 || y < y_min)) y_min = y;
+    }
   x_max = std::min(kXLimit, std::ceil(x_max - 1e-9));
   struct Unit {
     double div;
@@ -289,11 +328,17 @@ std::string spectrum_svg(const SpectrumChart& chart) {
   };
   const Unit unit = y_max >= 1e10 ? Unit{1e9, "s"} : y_max >= 1e7 ? Unit{1e6, "ms"} : y_max >= 1e4 ? Unit{1e3, "us"}
                                                                                      : Unit{1, "ns"};
+  // Linear: 0 to a round top. Log: whole decades (in ns) around the values, at least one.
   const double top_value = std::max(y_max / unit.div, 1e-9);
   const double step = nice_step(top_value);
   const double y_top = std::ceil(top_value / step - 1e-9) * step;
+  const double e_lo = std::floor(std::log10(std::max(y_min, 1.0)));
+  const double e_hi = std::max(e_lo + 1, std::ceil(std::log10(std::max(y_max, 1.0)) - 1e-12));
   auto x_of = [&](double x) { return left + plot_w * x / x_max; };
-  auto y_of = [&](double ns) { return top + plot_h * (1 - (ns / unit.div) / y_top); };
+  auto y_of = [&](double ns) {
+    if (style.log_y) return top + plot_h * (1 - (std::log10(std::max(ns, 1.0)) - e_lo) / (e_hi - e_lo));
+    return top + plot_h * (1 - (ns / unit.div) / y_top);
+  };
 
   std::ostringstream o;
   o.precision(6);
@@ -305,13 +350,30 @@ std::string spectrum_svg(const SpectrumChart& chart) {
     << "</text>\n";
   o << "<text x=\"" << left << "\" y=\"50\" fill=\"#555\">" << escape(chart.subtitle) << "</text>\n";
   char buf[64];
-  for (double v = 0; v <= y_top + step / 2; v += step) {
-    const double y = y_of(v * unit.div);
-    std::snprintf(buf, sizeof buf, "%g", v);
+  auto y_tick = [&](double ns) {
+    const double y = y_of(ns);
+    std::snprintf(buf, sizeof buf, "%g", ns / unit.div);
     o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + plot_w << "\" y2=\"" << y
       << "\" stroke=\"#ddd\"/>\n";
     o << "<text class=\"y-tick\" x=\"" << left - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << buf
       << "</text>\n";
+  };
+  if (style.log_y) {
+    // Every decade is a tick line; labels on every decade while they are 18 px apart, else on
+    // every second or fifth.
+    const double decades = e_hi - e_lo;
+    const int every = decades * kRow <= plot_h ? 1 : decades * kRow <= 2 * plot_h ? 2 : 5;
+    for (double e = e_lo; e <= e_hi + 1e-9; e += 1) {
+      if (static_cast<long long>(e - e_lo) % every == 0) {
+        y_tick(std::pow(10.0, e));
+      } else {
+        const double y = y_of(std::pow(10.0, e));
+        o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + plot_w << "\" y2=\"" << y
+          << "\" stroke=\"#eee\"/>\n";
+      }
+    }
+  } else {
+    for (double v = 0; v <= y_top + step / 2; v += step) y_tick(v * unit.div);
   }
   static const char* kTicks[] = {"0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"};
   auto x_tick = [&](double x, const char* label) {
@@ -324,20 +386,24 @@ std::string spectrum_svg(const SpectrumChart& chart) {
   x_tick(std::log10(2.0), "50%");
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h
     << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  o << "<text id=\"x-label\" x=\"" << left + plot_w / 2 << "\" y=\"" << height - 14
+  o << "<text id=\"x-label\" x=\"" << left + plot_w / 2 << "\" y=\"" << top + plot_h + 50
     << "\" text-anchor=\"middle\">percentile (log scale of 1/(1-p))</text>\n";
   o << "<text id=\"y-label\" transform=\"translate(24," << top + plot_h / 2
-    << ") rotate(-90)\" text-anchor=\"middle\">latency (" << unit.name << ")</text>\n";
+    << ") rotate(-90)\" text-anchor=\"middle\">latency (" << unit.name << (style.log_y ? ", log scale" : "")
+    << ")</text>\n";
   for (std::size_t k = 0; k < chart.series.size(); ++k) {
     const SpectrumSeries& s = chart.series[k];
     const char* color = kColors[k % (sizeof kColors / sizeof kColors[0])];
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
     for (const auto& [x, y] : s.points) o << x_of(std::min(x, x_max)) << "," << y_of(y) << " ";
     o << "\"><title>" << escape(s.label) << "</title></polyline>\n";
-    const double ly = top + 10 + 22.0 * static_cast<double>(k), lx = left + plot_w + 20;
-    o << "<line x1=\"" << lx << "\" y1=\"" << ly << "\" x2=\"" << lx + 24 << "\" y2=\"" << ly << "\" stroke=\""
-      << color << "\" stroke-width=\"3\"/>\n";
-    o << "<text x=\"" << lx + 32 << "\" y=\"" << ly + 4 << "\">" << escape(s.label) << "</text>\n";
+    const double ly = top + 10 + kRow * static_cast<double>(k);
+    const std::string shown =
+        s.label.size() <= legend_chars ? s.label : s.label.substr(0, legend_chars - 3) + "...";
+    o << "<line x1=\"" << legend_x << "\" y1=\"" << ly << "\" x2=\"" << legend_x + 24 << "\" y2=\"" << ly
+      << "\" stroke=\"" << color << "\" stroke-width=\"3\"/>\n";
+    o << "<text class=\"legend\" x=\"" << legend_text_x << "\" y=\"" << ly + 4 << "\">" << escape(shown)
+      << "<title>" << escape(s.label) << "</title></text>\n";
   }
   o << "</svg>\n";
   return o.str();

@@ -1,4 +1,7 @@
-// svg_plot.cpp: the chart of svg_plot.hpp.
+// svg_plot.cpp: the chart of svg_plot.hpp. Its legend, as the spectrum's (spectrum.hpp): one row
+// per series 18 px apart, the chart growing downwards when the rows need it, and a label too long
+// for the legend's width cut with "..." (the whole label is the row's <title>), so no two labels
+// overlap however many runs are overlaid (kairos-lat --from A --from B).
 #include "svg_plot.hpp"
 
 #include <algorithm>
@@ -36,8 +39,12 @@ const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", 
 bool write_lateness_svg(const std::string& path, const std::string& title, const std::string& subtitle,
                         const std::vector<PercentileSeries>& series) {
   static const char* kX[] = {"p50", "p90", "p99", "p99.9", "p99.99", "max"};
-  const double width = 980, height = 560, left = 90, right = 300, top = 70, bottom = 60;
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  constexpr double kCharWidth = 7.5, kRow = 18;  // 13 px sans-serif: a bound on a character's width
+  const double width = 980, left = 90, right = 340, top = 70, bottom = 60, plot_h = 430;
+  const double plot_w = width - left - right;
+  const double legend_x = left + plot_w + 20, legend_text_x = legend_x + 32;
+  const auto legend_chars = static_cast<std::size_t>((width - 8 - legend_text_x) / kCharWidth);
+  const double height = top + std::max(plot_h, 10 + kRow * static_cast<double>(series.size())) + bottom;
 
   double lo = 1e18, hi = 1;
   for (const auto& s : series)
@@ -76,7 +83,7 @@ bool write_lateness_svg(const std::string& path, const std::string& title, const
   }
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\"" << plot_h
     << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << height - 12
+  o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << top + plot_h + 48
     << "\" text-anchor=\"middle\">percentile of lateness (start - deadline)</text>\n";
   o << "<text transform=\"translate(20," << top + plot_h / 2
     << ") rotate(-90)\" text-anchor=\"middle\">lateness (log scale)</text>\n";
@@ -93,11 +100,12 @@ bool write_lateness_svg(const std::string& path, const std::string& title, const
         o << "<circle cx=\"" << x_of(i) << "\" cy=\"" << y_of(s.values[i]) << "\" r=\"3.5\" fill=\"" << color
           << "\"><title>" << escape(s.label) << " " << kX[i] << ": " << static_cast<long long>(s.values[i])
           << " ns</title></circle>\n";
-    double ly = top + 10 + 22.0 * static_cast<double>(k);
-    double lx = left + plot_w + 20;
-    o << "<line x1=\"" << lx << "\" y1=\"" << ly << "\" x2=\"" << lx + 24 << "\" y2=\"" << ly << "\" stroke=\""
-      << color << "\" stroke-width=\"3\"/>\n";
-    o << "<text x=\"" << lx + 32 << "\" y=\"" << ly + 4 << "\">" << escape(s.label) << "</text>\n";
+    const double ly = top + 10 + kRow * static_cast<double>(k);
+    const std::string shown = s.label.size() <= legend_chars ? s.label : s.label.substr(0, legend_chars - 3) + "...";
+    o << "<line x1=\"" << legend_x << "\" y1=\"" << ly << "\" x2=\"" << legend_x + 24 << "\" y2=\"" << ly
+      << "\" stroke=\"" << color << "\" stroke-width=\"3\"/>\n";
+    o << "<text class=\"legend\" x=\"" << legend_text_x << "\" y=\"" << ly + 4 << "\">" << escape(shown) << "<title>"
+      << escape(s.label) << "</title></text>\n";
   }
   o << "</svg>\n";
 
