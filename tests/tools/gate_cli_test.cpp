@@ -81,6 +81,17 @@ TEST(GateCli, BareNumbersAndBadInputExitTwo) {
   EXPECT_EQ(gate("-c " + write("junk.jsonl", "{oops\n") + " --reference peer --max-ratio p99=0.6x").code, 2);
 }
 
+// Google Benchmark console output given for JSON: exit 2, and the message says how to get JSON.
+TEST(GateCli, GoogleBenchmarkConsoleOutputIsBadInputThatNamesTheFlag) {
+  const std::string console = write("console.txt",
+                                    "2026-11-27T14:00:00+00:00\nRunning ./my_bench\nRun on (2 X 2400 MHz CPU s)\n"
+                                    "Benchmark        Time             CPU   Iterations\n"
+                                    "BM_Send       12.3 ns         12.3 ns     56789012\n");
+  const Result r = gate("-b " + console + " -c " + console + " -t cpu_time=10%");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("run the benchmark with --benchmark_format=json"), std::string::npos) << r.out;
+}
+
 TEST(GateCli, VerdictSurvivesAnUnwritableMarkdownFile) {
   const double bad[] = {0.9, 0.95, 1.0, 0.92, 0.97};
   const Result r = gate("-c " + write("bad2.jsonl", runs(bad)) +

@@ -56,6 +56,36 @@ TEST(GateInput, KairosLatLinesWithAnyWorkloadName) {
   EXPECT_THROW(gate::parse_runs("hello", "t"), gate::BadInput);
 }
 
+// Google Benchmark's console output (the default format) opens with the date, which an .hlog's
+// reader took for an interval line ("hlog line 1: expected 4 comma-separated fields"). It, its
+// coloured form and CSV are named, with the flag that gives JSON.
+TEST(GateInput, GoogleBenchmarkConsoleOutputAsksForJson) {
+  const std::string console =
+      "2026-11-27T14:00:00+00:00\n"
+      "Running ./my_bench\n"
+      "Run on (2 X 2400 MHz CPU s)\n"
+      "Load Average: 0.52, 0.41, 0.30\n"
+      "-------------------------------------------------------------\n"
+      "Benchmark                   Time             CPU   Iterations\n"
+      "-------------------------------------------------------------\n"
+      "BM_Send/repeats:10       12.3 ns         12.3 ns     56789012\n";
+  const std::string coloured =  // --benchmark_color=true: the header and rows in ANSI colours
+      "\x1b[1m\x1b[32mBenchmark                   Time             CPU   Iterations\x1b[0m\n"
+      "\x1b[32mBM_Send        \x1b[0m\x1b[33m      12.3 ns \x1b[0m\x1b[36m  56789012\x1b[0m\n";
+  const std::string csv = "name,iterations,real_time,cpu_time,time_unit,bytes_per_second\n\"BM_Send\",1,2,3,ns,,\n";
+  for (const auto& [text, format] : {std::pair{console, "console"}, {coloured, "console"}, {csv, "CSV"}}) {
+    try {
+      (void)gate::parse_runs(text, "now.txt");
+      ADD_FAILURE() << "accepted Google Benchmark " << format << " output";
+    } catch (const gate::BadInput& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("Google Benchmark ") + format + " output"), std::string::npos) << what;
+      EXPECT_NE(what.find("--benchmark_format=json"), std::string::npos) << what;
+      EXPECT_EQ(what.find("hlog"), std::string::npos) << what;
+    }
+  }
+}
+
 TEST(GateInput, HistogramJsonLines) {
   kairos::LatencyHistogram h;
   for (int i = 1; i <= 100; ++i) h.record(i * 10);

@@ -266,6 +266,34 @@ bool higher_is_better(std::string_view figure) { return unit_of(figure) == Unit:
 
 namespace {
 
+// Google Benchmark's other output formats, told apart from an .hlog (whose lines may also start
+// with a digit: console output opens with the date) so that the error says what to do. Console:
+// the column header "Benchmark  Time  CPU  Iterations" (after the context lines "Running ...",
+// "Run on (...)"), possibly coloured with ANSI escapes; CSV: the header "name,iterations,...".
+const char* benchmark_format_of(std::string_view body) {
+  std::size_t start = 0;
+  for (int line_no = 0; line_no < 200 && start < body.size(); ++line_no) {
+    std::size_t end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string line;
+    for (std::size_t k = start; k < end; ++k) {  // without ANSI colour sequences (ESC [ ... m)
+      if (body[k] == '\x1b') {
+        while (k < end && body[k] != 'm') ++k;
+        continue;
+      }
+      line += body[k];
+    }
+    start = end + 1;
+    const std::string l = trim(line);
+    if (line_no == 0 && l.rfind("name,iterations,", 0) == 0) return "CSV";
+    if (l.rfind("Running ", 0) == 0 || l.rfind("Run on (", 0) == 0) return "console";
+    if (l.rfind("Benchmark ", 0) == 0 && l.find(" Time ") != std::string::npos &&
+        l.find(" CPU ") != std::string::npos && l.find("Iterations") != std::string::npos)
+      return "console";
+  }
+  return nullptr;
+}
+
 std::vector<Run> parse_runs_unchecked(std::string_view text, const std::string& source, const ParseOptions& options) {
   std::string stem = source;
   if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
@@ -273,6 +301,11 @@ std::vector<Run> parse_runs_unchecked(std::string_view text, const std::string& 
   const std::string body = trim(text);
   std::vector<Run> runs;
   if (body.empty()) throw BadInput(source + ": no runs (empty input)");
+  if (body[0] != '{')
+    if (const char* format = benchmark_format_of(body))
+      throw BadInput(source + ": Google Benchmark " + format +
+                     " output, which kairos-gate does not read: run the benchmark with --benchmark_format=json "
+                     "(or --benchmark_out=FILE --benchmark_out_format=json) and give that");
   if (body[0] == '{') {
     json whole;
     bool one_value = true;
