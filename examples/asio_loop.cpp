@@ -1,83 +1,45 @@
 // asio_loop.cpp: kairos timers on a Boost.Asio io_context thread (poll mode), beside Asio's own
-// handlers, woken in time by other threads. Boost (header-only) is this example's dependency; the
-// kairos library never needs it. The pattern, all on the io_context's thread:
-//   rearm():  poll(); d = next_deadline();        // next_deadline() arms the wake
-//             steady_timer.expires_at(d) + async_wait(-> rearm)   // kairos's next deadline
-//   the wake fd in a posix::stream_descriptor: async_wait(wait_read, -> rearm, wait again)
+// handlers, woken in time by other threads, through kairos::asio::PollBridge (kairos/asio.hpp).
+// Boost (header-only) is this example's dependency; the kairos library never needs it. The
+// bridge's pattern, all on the io_context's thread:
+//   pass():   poll(); d = next_deadline();        // next_deadline() arms the wake
+//             steady_timer.expires_at(d) + async_wait(-> pass)   // kairos's next deadline
+//   the wake fd in a posix::stream_descriptor: async_wait(wait_read, -> pass, wait again)
 // (The descriptor holds a dup() of the wake fd: a stream_descriptor closes its fd, and the
 // scheduler's own must never be closed.)
 // What it shows (exit 0 iff all held): an Asio periodic handler and kairos timers share the
 // thread; with a 10 s kairos timer pending, another thread submits 200 timeouts with random delays
-// of 1..20 ms: each runs on the io_context thread, never early, in time (well before the 10 s timer).
+// of 1..20 ms: each runs on the io_context thread, never early, in time (well before the 10 s timer);
+// a kairos::asio::async_sleep_for completes its Asio handler there too; the wake fd starts at most
+// 4 passes per wake kairos signalled, on average, and the loop does not spin (all its passes stay
+// within twice the timeouts and wakes).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <kairos/asio.hpp>
 #include <kairos/kairos.hpp>
 
 using namespace std::chrono_literals;
 using Clock = kairos::SteadyClock;
-
-// kairos on an io_context: construct and use on the io_context's thread.
-class KairosOnAsio {
- public:
-  KairosOnAsio(boost::asio::io_context& io, kairos::Scheduler& s)
-      : s_(s), timer_(io), wake_(io, ::dup(s.wake_fd())) {}
-  void start() {
-    rearm();
-    wait_for_wake();
-  }
-  void stop() {
-    stopped_ = true;
-    timer_.cancel();
-    wake_.cancel();
-  }
-
- private:
-  void rearm() {
-    if (stopped_) return;
-    s_.poll();
-    std::optional<Clock::time_point> d = s_.next_deadline();  // arms the wake, reads the fd back
-    timer_.expires_at(d ? std::chrono::steady_clock::time_point(d->time_since_epoch())
-                        : std::chrono::steady_clock::time_point::max());
-    timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) rearm();  // operation_aborted: a newer expires_at replaced this wait
-    });
-  }
-  void wait_for_wake() {
-    wake_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-      if (ec || stopped_) return;
-      rearm();  // next_deadline() inside reads the wake fd back to 0
-      wait_for_wake();
-    });
-  }
-
-  kairos::Scheduler& s_;
-  boost::asio::steady_timer timer_;
-  boost::asio::posix::stream_descriptor wake_;
-  bool stopped_ = false;
-};
 
 int main() {
   kairos::Options options;
   options.poll_mode = true;
   kairos::Scheduler s(options);
   boost::asio::io_context io;
-  KairosOnAsio bridge(io, s);
+  kairos::asio::PollBridge bridge(io, s);  // construct and use on the io_context's thread (not running yet)
 
   // An Asio handler of the application's own, on the same thread: a 5 ms tick.
   boost::asio::steady_timer tick(io);
@@ -93,9 +55,14 @@ int main() {
 
   auto far = s.schedule([] {}, 10s);
   std::atomic<std::thread::id> io_id{};
+  std::atomic<bool> slept_on_io{false};
   std::thread io_thread([&] {
     io_id.store(std::this_thread::get_id());
     bridge.start();
+    // An Asio operation on kairos: its handler runs here, on the io_context's thread.
+    kairos::asio::async_sleep_for(s, 3ms, boost::asio::bind_executor(io, [&](boost::system::error_code ec) {
+      slept_on_io.store(!ec && std::this_thread::get_id() == io_id.load());
+    }));
     io.run();
   });
   while (io_id.load() == std::thread::id{}) std::this_thread::yield();
@@ -145,7 +112,21 @@ int main() {
   }
   std::printf("%d timeouts from another thread on the io_context thread: %d missing, %d early, %d elsewhere, worst %.2f ms late; %d Asio ticks beside them\n",
               kTimeouts, missing, early, off_io, static_cast<double>(worst) / 1e6, ticks.load());
-  bool ok = missing == 0 && early == 0 && off_io == 0 && ticks.load() > 0;
+  std::printf("kairos::asio::async_sleep_for's handler %s on the io_context thread\n",
+              slept_on_io.load() ? "ran" : "did NOT run");
+  // The loop's passes. A wake kairos signalled starts one pass through the wake fd (the pass's
+  // next_deadline() reads the fd back): more fd passes than wakes means a wake fd left readable.
+  // The timer starts one pass per deadline that came without a wake (most of the 200 here: only
+  // a submission earlier than the armed deadline wakes the loop), so all passes together stay
+  // within twice the timeouts and wakes; a loop that spins does not.
+  std::uint64_t signalled = s.stats().total().loop_wakes;
+  double fd_passes_per_wake = static_cast<double>(bridge.wakes()) / static_cast<double>(std::max<std::uint64_t>(signalled, 1));
+  bool passes_bounded = bridge.iterations() <= 2 * (kTimeouts + signalled + 2);
+  std::printf("%llu loop passes, %llu of them started by the wake fd, %llu wakes signalled: %.2f fd passes per wake\n",
+              static_cast<unsigned long long>(bridge.iterations()), static_cast<unsigned long long>(bridge.wakes()),
+              static_cast<unsigned long long>(signalled), fd_passes_per_wake);
+  bool ok = missing == 0 && early == 0 && off_io == 0 && ticks.load() > 0 && slept_on_io.load() &&
+            fd_passes_per_wake <= 4.0 && passes_bounded;
   std::printf("%s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }
