@@ -3,7 +3,8 @@
 # -Wall -Wextra -Wpedantic -Werror includes or copies must compile under each given compiler:
 #   - every installed public header on its own (core/kairos/**/*.hpp, detail/ too,
 #     policies/kairos/*.hpp and the latency kit's latency/kairos/*.hpp), as the first include
-#     of a file;
+#     of a file; asio/kairos/asio.hpp too, under each compiler that finds Boost.Asio's headers
+#     (skipped with a message under one that does not: Boost is that header's users' dependency);
 #   - every ```cpp block of README.md, extracted here, so the README cannot drift from it: a block
 #     with a main() is compiled as it stands; any other is a fragment, compiled as the body of a
 #     function after <kairos/kairos.hpp> and the kit's <kairos/pacer.hpp>, with the names the README leaves to the reader
@@ -14,7 +15,8 @@
 # A compiler given as "-" or that is not installed is skipped with a message (clang is optional).
 set -euo pipefail
 src=$1 scratch=$2; shift 2
-flags=(-std=c++20 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$src/core" -I"$src/policies" -I"$src/latency")
+flags=(-std=c++20 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$src/core" -I"$src/policies" -I"$src/latency"
+       -I"$src/asio")
 rm -rf "$scratch" && mkdir -p "$scratch/headers" "$scratch/readme"
 
 # One translation unit per header.
@@ -25,6 +27,14 @@ while IFS= read -r h; do
   units+=("$scratch/headers/${name%.hpp}.cpp")
 done < <(cd "$src/core" && find kairos -name '*.hpp' | sort; cd "$src/policies" && find kairos -name '*.hpp' | sort;
             cd "$src/latency" && find kairos -name '*.hpp' | sort)
+
+# kairos/asio.hpp: compiled only where Boost.Asio is found (below).
+asio_units=()
+while IFS= read -r h; do
+  name=$(echo "$h" | tr '/' '_')
+  printf '#include <%s>\n' "$h" > "$scratch/headers/asio_${name%.hpp}.cpp"
+  asio_units+=("$scratch/headers/asio_${name%.hpp}.cpp")
+done < <(cd "$src/asio" && find kairos -name '*.hpp' | sort)
 
 # One per README block.
 awk -v dir="$scratch/readme" '
@@ -59,12 +69,18 @@ for cxx in "$@"; do
     echo "skipped: compiler '$cxx' is not installed"; continue
   fi
   compilers=$((compilers + 1))
-  for u in "${units[@]}"; do
+  these=("${units[@]}")
+  if printf '#include <boost/asio/version.hpp>\n' | "$cxx" -std=c++20 -fsyntax-only -x c++ - > /dev/null 2>&1; then
+    these+=("${asio_units[@]}")
+  else
+    echo "$cxx: no Boost.Asio headers: kairos/asio.hpp skipped"
+  fi
+  for u in "${these[@]}"; do
     if ! "$cxx" "${flags[@]}" "$u" > "$scratch/log" 2>&1; then
       echo "== $cxx ${flags[*]} $u"; cat "$scratch/log"; fail=1
     fi
   done
-  echo "$cxx: ${#units[@]} files ($blocks README blocks) compiled with ${flags[*]:0:5}"
+  echo "$cxx: ${#these[@]} files ($blocks README blocks) compiled with ${flags[*]:0:5}"
 done
 [ "$compilers" -ge 1 ] || { echo "no compiler ran"; exit 1; }
 exit $fail
