@@ -107,10 +107,13 @@ class ScheduledFuture {
       std::uint32_t s = detail::wait_done(node_, at);
       return detail::is_terminal(s) ? std::future_status::ready : std::future_status::timeout;
     } else {
+      // In saturated nanoseconds: `deadline - Clock::now()` in the clock's own types overflows
+      // for a far time point (time_point<system_clock, seconds>::max() is no deadline at all).
+      const std::int64_t at = detail::to_ns_saturated(deadline.time_since_epoch());
       for (;;) {
-        auto left = deadline - Clock::now();
-        if (left <= decltype(left)::zero()) return is_done() ? std::future_status::ready : std::future_status::timeout;
-        if (wait_for(left) == std::future_status::ready) return std::future_status::ready;
+        const std::int64_t left = detail::sub_saturated(at, detail::to_ns_saturated(Clock::now().time_since_epoch()));
+        if (left <= 0) return is_done() ? std::future_status::ready : std::future_status::timeout;
+        if (wait_for(Duration(left)) == std::future_status::ready) return std::future_status::ready;
       }
     }
   }

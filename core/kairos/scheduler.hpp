@@ -113,10 +113,17 @@ class BasicScheduler {
   // Stops accepting, asks running tasks to stop, returns the tasks that never started,
   // earliest deadline first.
   std::vector<Task> shutdown_now() {
-    std::vector<detail::TaskBase*> nodes = core_->shutdown_now();
+    // A local reference: Options::on_wake runs inside and may destroy this scheduler.
+    const std::shared_ptr<detail::SchedulerCore> core = core_;
+    std::vector<detail::TaskBase*> nodes = core->shutdown_now();
     std::vector<Task> out;
-    out.reserve(nodes.size());
-    auto handler = core_->uncaught_handler();
+    try {
+      out.reserve(nodes.size());
+    } catch (...) {  // no room for the Tasks: they complete as cancelled, none is lost
+      for (detail::TaskBase* n : nodes) detail::drop_orphan(n);
+      throw;
+    }
+    auto handler = core->uncaught_handler();
     for (detail::TaskBase* n : nodes) out.emplace_back(n, handler);
     return out;
   }

@@ -113,8 +113,6 @@ void Engine::on_clock_advanced() noexcept {
 }
 
 void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
-  // Options::on_wake runs inside this call and may destroy the scheduler: kept alive till the end.
-  std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;
   t->deadline = deadline;  // not yet published: no other thread can see t
   unsigned idx = shard_index();
   Shard& sh = *shards_[idx];
@@ -135,8 +133,20 @@ void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
     }
     seq = sh.inbox().take_seq();  // (IN1)
   }
-  sh.publish(t, seq, never);
+  const bool callback_owed = sh.publish(t, seq, never);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
+  if (callback_owed) run_wake_callback();
+}
+
+// The wake callback. Options::on_wake is user code: it runs last in the public call that woke
+// the loop (submit, a re-arm, shutdown, shutdown_now), with nothing of kairos held — no shard
+// lock, no task held in kRearming, no sequence number outstanding — and this engine kept alive
+// across it, so that it may call anything, destroy the scheduler included. The caller is inside
+// a call on a live scheduler (a re-arm: holds the task, so the scheduler is alive; it keeps the
+// engine through rearm_locked's result).
+void Engine::run_wake_callback() noexcept {
+  const std::shared_ptr<Engine> keep = shared_from_this();
+  state_.loop_wake->run_callback();
 }
 
 // Applies the rejection policy to t (not enqueued; the caller's scheduler reference).
@@ -199,15 +209,18 @@ void Engine::run_in_caller(TaskBase* t, Shard& sh) {
   // A periodic re-queue is never rejected: enqueue without the capacity check.
   std::atomic_ref<std::int64_t>(t->deadline).store(never ? kMaxNs : next, std::memory_order_relaxed);
   sh.admit_unchecked();
-  sh.publish(t, sh.inbox().take_seq(), never);
+  const bool callback_owed = sh.publish(t, sh.inbox().take_seq(), never);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
+  if (callback_owed) run_wake_callback();
 }
 
 void Engine::on_cancelled(TaskBase* t, bool queued) noexcept { shards_[t->shard]->on_cancelled(t, queued); }
 
-void Engine::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept {
-  std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;  // (submit)
-  shards_[t->shard]->rearm_locked(t, deadline, never);
+// t is held in kRearming, so this engine is alive here; the caller runs the callback after it
+// lets go of t, through the reference returned (run_wake_callback).
+std::shared_ptr<SchedulerCore> Engine::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept {
+  if (!shards_[t->shard]->rearm_locked(t, deadline, never)) return nullptr;
+  return shared_from_this();
 }
 
 void Engine::worker_main(unsigned s, unsigned index, int cpu, const std::string& name) {
@@ -249,7 +262,11 @@ void Engine::thread_start_hook(const ThreadInfo& info) noexcept {
   start_cv_.notify_all();
 }
 
+// Poll mode: the loop is woken after the shards are settled (the policies applied, the tasks
+// taken), so that the next_deadline() that reads the wake back sees them: it reports a shard
+// that must retire as due at once (Shard::earliest_deadline). Then the callback, last.
 void Engine::shutdown() {
+  const std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;  // (run_wake_callback)
   RunState st = RunState::kActive;
   const bool first = state_.run_state.compare_exchange_strong(st, RunState::kShutdown, std::memory_order_seq_cst);  // (RS1)
   for (auto& sh : shards_) sh->apply_shutdown();
@@ -257,10 +274,17 @@ void Engine::shutdown() {
 }
 
 std::vector<TaskBase*> Engine::shutdown_now() {
+  const std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;  // (run_wake_callback)
   RunState st = state_.run_state.load(std::memory_order_seq_cst);  // (RS1) its CAS below
   while (st < RunState::kShutdownNow && !state_.run_state.compare_exchange_weak(st, RunState::kShutdownNow, std::memory_order_seq_cst)) {  // (RS1)
   }
-  if (st < RunState::kShutdownNow && state_.loop_wake) state_.loop_wake->signal();  // (first call only)
+  // The first call wakes the loop once the tasks are taken, also when taking them throws.
+  struct WakeTheLoop {
+    LoopWake* wake;
+    ~WakeTheLoop() {
+      if (wake) wake->signal();
+    }
+  } wake_the_loop{st < RunState::kShutdownNow ? state_.loop_wake.get() : nullptr};
   // The result's room is made before anything is taken (a shard makes more if racing
   // submissions need it): std::bad_alloc leaves with the tasks still pending, for a later
   // call or the destructor; a shard's failure after others gave theirs cancels those

@@ -39,7 +39,8 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   void reject(TaskBase* t, Shard& sh, bool over_capacity);
   void run_in_caller(TaskBase* t, Shard& sh);
   void on_cancelled(TaskBase* t, bool queued) noexcept override;
-  void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept override;
+  std::shared_ptr<SchedulerCore> rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept override;
+  void run_wake_callback() noexcept override;
 
   // ---- threads ------------------------------------------------------------------------------------
   void worker_main(unsigned s, unsigned index, int cpu, const std::string& name);

@@ -81,20 +81,22 @@ class LeaderWait {
 
   // -- any thread ----------------------------------------------------------------------------
   // Wakes the leader if it waits for a later deadline than `deadline` (see the protocol).
-  void notify_earlier(std::int64_t deadline) noexcept {
+  // Poll mode: true if this call woke the loop and Options::on_wake is set: the caller owes
+  // LoopWake::run_callback(), which it runs once it holds nothing of kairos (loop_wake.hpp).
+  [[nodiscard]] bool notify_earlier(std::int64_t deadline) noexcept {
     std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (LW3) pairs with (LW2)
     // kMaxNs: the leader waits with no deadline (nothing queued, or only never-due tasks); any
     // task wakes it, also one due at the end of a ManualClock's time.
     while (deadline < a || a == kMaxNs) {
       if (armed_.compare_exchange_weak(a, kAwake, std::memory_order_seq_cst)) {  // (LW4)
         wake();
-        if (loop_wake_ != nullptr) {  // poll mode: the owner's loop sleeps, not a leader
-          loop_wakes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-          loop_wake_->signal();
-        }
-        return;
+        if (loop_wake_ == nullptr) return false;
+        // Poll mode: the owner's loop sleeps, not a leader. The fd now; the callback later.
+        loop_wakes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+        return loop_wake_->post();
       }
     }
+    return false;
   }
   // Poll mode: the loop's wake-up, set once before any producer runs (the shard's constructor).
   void set_loop_wake(LoopWake* w) noexcept { loop_wake_ = w; }

@@ -102,7 +102,9 @@ class Shard {
 
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
-  void publish(TaskBase* t, std::uint64_t seq, bool never) {
+  // True: it woke a poll-mode loop whose Options::on_wake the caller owes (LoopWake::run_callback,
+  // once it holds nothing of kairos).
+  [[nodiscard]] bool publish(TaskBase* t, std::uint64_t seq, bool never) {
     t->seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
     t->never = never;
     if (t->flags & kRearmable) {  // not yet re-armed: the latest key is the filed one
@@ -119,14 +121,16 @@ class Shard {
       release(t);
       throw std::bad_alloc();
     }
-    wait_.notify_earlier(never ? kMaxNs : deadline);
+    const bool callback_owed = wait_.notify_earlier(never ? kMaxNs : deadline);
     if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) wait_.wake();  // high-water: drain in bulk
+    return callback_owed;
   }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
   // The canceller's half (SchedulerCore::on_cancelled, shard_cancel.cpp): t is kCancelled|kPin.
   void on_cancelled(TaskBase* t, bool queued) noexcept;
   // The re-armer's half (SchedulerCore::rearm_locked, shard_rearm.cpp): t is held in kRearming.
-  void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept;
+  // True: a poll-mode loop was woken and its Options::on_wake is owed (run after the unlock).
+  [[nodiscard]] bool rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept;
 
   // ---- the shard's threads -------------------------------------------------------------------
   void add_thread();       // before a thread starts (index = the count before; shard_retire.cpp)
@@ -226,6 +230,7 @@ class Shard {
   // shard_retire.cpp:
   void drop(Lock& lk, TaskBase* t, bool drop_callable);
   void drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable = false);
+  [[nodiscard]] bool cancel_in_batch(Lock& lk, TaskBase* t);
   void apply_policies(Lock& lk);
   bool allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept;
   void settle_after_exit(Lock& lk);

@@ -365,15 +365,16 @@ bool Shard::start_stoppable(Lock& lk, TaskBase* t) {
 // ---- run: one execution, no lock held -----------------------------------------------------------
 // Starts and runs one execution. Leaves slot.started false if the task was cancelled or taken by
 // shutdown_now() while it waited in the batch.
+// The start is the last step before the invocation. A cancel that wins against a task started
+// here (kRunning -> kCancelled) comes after the start, as one during the run does: the run goes
+// on and the future says cancelled. So a cancel that wins kPending -> kCancelled is the only one
+// that keeps the callable from running, and it destroys the callable itself, on its own thread
+// (a sleeping coroutine is resumed inside request_stop(): kairos/coro.hpp). A task started at
+// pop (one taking a stop token: start_stoppable) waited in the batch since, so a cancel meanwhile
+// still keeps it from running, as Java's FutureTask.run() checks its state before call(); its
+// callable then goes here, on the runner.
 void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner) {
   TaskBase* t = slot.task;
-  if (!slot.started_at_pop) {
-    Start st = try_start(t);
-    slot.started = st == Start::started;
-    slot.refile = st == Start::refile;
-    if (!slot.started) return;
-    count_started(runner);  // (CT1) it left the queue (queue_size) the moment it started
-  }
 #if defined(KAIROS_SLOW_START_NS) && KAIROS_SLOW_START_NS > 0
   // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.
   for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
@@ -381,8 +382,14 @@ void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner) {
   // Poll mode: the poll's `now` (set by Shard::poll), one clock read per poll, not per task.
   if (engine_.opt.record_lateness && !engine_.opt.poll_mode)
     slot.start = clock.next_start([this] { return engine_.now_ns(); });
-  if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {  // (TI2)
-    t->ops->drop_callable(t);  // cancelled after it started: the runner owns the callable
+  if (!slot.started_at_pop) {
+    Start st = try_start(t);
+    slot.started = st == Start::started;
+    slot.refile = st == Start::refile;
+    if (!slot.started) return;
+    count_started(runner);  // (CT1) it left the queue (queue_size) the moment it started
+  } else if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {  // (TI2)
+    t->ops->drop_callable(t);  // cancelled while it waited, started: the runner owns the callable
     return;
   }
   if (engine_.exec_hooks) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
@@ -439,7 +446,7 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
     if (slot.refile && !taken) {  // re-armed after it was popped: still pending, back in line
       if (!refiled_after_shutdown(lk, t)) return;
       queue_.push(t);
-      if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
+      if (has_leader_) (void)wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);  // a leader: no loop to call back
       return;
     }
     if (taken) bury_later(t);   // counted out by shutdown_now()
@@ -458,7 +465,7 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
     if (may_continue && transition(t, kRunning, kPending)) {  // kQueued stays: it is queued again
       count_departed(-1);
       queue_.push(t);
-      if (has_leader_) wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);
+      if (has_leader_) (void)wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);  // a leader: no loop to call back
       return;
     }
     if (transition(t, kRunning, kCancelled)) bump(cancelled_);

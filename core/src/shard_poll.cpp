@@ -108,6 +108,14 @@ std::int64_t Shard::earliest_deadline() {
       armed = d;
     }
     wait_.lower(d);
+    // After a shutdown the answer is also about retiring. A shard whose poll would retire it is
+    // due now (the clock's now: a real time point, which a timerfd takes as already passed);
+    // after shutdown_now() nothing starts any more, and until it took the tasks it has more to
+    // say: it wakes the loop when it has (Engine::shutdown_now), so nothing is due until then.
+    // A lifecycle call wakes the loop only after it changed what is read here, so a wake that
+    // next_deadline() read back is never lost: this answer already reflects it.
+    if (must_exit(lk)) d = std::min(d, engine_.now_ns());
+    else if (engine_.state() >= RunState::kShutdownNow) d = kMaxNs;
   }
   unlock_and_bury(lk, grave);
   return d;

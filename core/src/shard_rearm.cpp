@@ -46,14 +46,17 @@ namespace kairos::detail {
 bool rearm_task(TaskBase* t, SchedulerCore* core, std::int64_t deadline, bool never) noexcept {
   if (!(t->flags & kRearmable) || !lock_pending(t)) return false;  // (RA1)
   // Held: the task stays attached (no start, cancel or shutdown_now until unlock), so `core`
-  // and its shard are alive.
-  core->rearm_locked(t, deadline, never);
+  // and its shard are alive. A loop woken by this re-arm has its Options::on_wake run only after
+  // the unlock, with the sequence number given back: the callback holds nothing of kairos and
+  // may call anything, on this task too, or destroy the scheduler (`owed` keeps the engine).
+  std::shared_ptr<SchedulerCore> owed = core->rearm_locked(t, deadline, never);
   unlock_pending(t);  // (RA2)
+  if (owed) owed->run_wake_callback();
   return true;
 }
 
 // (t held in kRearming by the caller: no start, cancel or shutdown_now until it lets go.)
-void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept {
+bool Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept {
   KAIROS_DCHECK((t->state.load(std::memory_order_relaxed) & kStateMask) == kRearming);
   auto* r = static_cast<RearmBase*>(t);
   std::uint64_t seq = inbox_.take_seq();  // (IN1)
@@ -64,14 +67,18 @@ void Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
   // nothing to send; when the filed deadline comes, the leader re-files it (never early).
   std::int64_t filed = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
   bool earlier = !never && (deadline < filed || t->never_due());
-  if (earlier) {
-    add_ref(t);  // the request's reference
-    // No memory for the request: it starts at its filed deadline, later than asked (the one
-    // way a re-arm can be late; the inbox allocates only when it grows past its high-water).
-    if (!inbox_.post(t, Inbox::kRefileTag)) release(t);
-    wait_.notify_earlier(deadline);
+  if (!earlier) {
+    inbox_.abandon();
+    return false;
   }
+  add_ref(t);  // the request's reference
+  // No memory for the request: it starts at its filed deadline, later than asked (the one
+  // way a re-arm can be late; the inbox allocates only when it grows past its high-water).
+  if (!inbox_.post(t, Inbox::kRefileTag)) release(t);
+  // The seq is given back before the wake: a loop woken here drains the request without
+  // waiting for this thread (its count read waits for every seq taken before it).
   inbox_.abandon();
+  return wait_.notify_earlier(deadline);
 }
 
 // ---- the leader (under mu_) ---------------------------------------------------------------------

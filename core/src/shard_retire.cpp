@@ -74,11 +74,7 @@ bool Shard::make_room() {
       }
     if (oldest == nullptr) break;
     if (in_batch) {
-      // Its runner will find it cancelled and drop it; kRemoved: counted out here already.
-      if (!transition(oldest, kPending, kCancelled)) continue;  // started or cancelled meanwhile
-      oldest->state.fetch_or(kRemoved, std::memory_order_relaxed);  // (RT2) its runner reads it under mu_
-      count_departed(1);
-      bump(cancelled_);
+      if (!cancel_in_batch(lk, oldest)) continue;  // started or cancelled meanwhile
       add_ref(oldest);
       staged_victim = oldest;
     } else {
@@ -95,6 +91,19 @@ bool Shard::make_room() {
     release(staged_victim);
   }
   return made;
+}
+
+// A pending task waiting in a runner's batch, cancelled where it is (mu_ held): its runner will
+// find it cancelled and drop it; kRemoved: counted out here already. The caller releases its
+// callable and resumes its awaiters after mu_ (make_room, or bury with kDropCallable). False if
+// it started or was cancelled meanwhile.
+bool Shard::cancel_in_batch(Lock& lk, TaskBase* t) {
+  KAIROS_DCHECK(lk.owns_lock());
+  if (!transition(t, kPending, kCancelled)) return false;
+  t->state.fetch_or(kRemoved, std::memory_order_relaxed);  // (RT2) its runner reads it under mu_
+  count_departed(1);
+  bump(cancelled_);
+  return true;
 }
 
 // ---- the policies of shutdown() -----------------------------------------------------------------
@@ -118,7 +127,9 @@ void Shard::apply_policies(Lock& lk) {
     std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;  // (TI2)
     return s == kCancelled || !allowed_after_shutdown(lk, t, now);
   };
-  if (!reserve_graveyard(queue_.size())) {
+  std::size_t in_batches = 0;
+  for (const std::vector<TaskBase*>& staged : staged_) in_batches += staged.size();
+  if (!reserve_graveyard(queue_.size() + in_batches)) {
     // No memory to bury them now: cancelled in place (their callables go with their nodes),
     // they leave the queue at their deadline like any retained cancelled task.
     queue_.for_each([&](TaskBase* t) {
@@ -127,6 +138,22 @@ void Shard::apply_policies(Lock& lk) {
     return;
   }
   queue_.remove_if(refused, [&](TaskBase* t) { drop_cancelled(lk, t, transition(t, kPending, kCancelled)); });
+  // A task waiting in a runner's batch was due when it was popped, and stays allowed; one
+  // re-armed there since (to later: it is no longer due) is judged at its newest key, as in the
+  // queue: refused, it is cancelled before shutdown() returns, its callable and awaiters
+  // released after mu_ under a reference of ours (bury), its node by its runner.
+  auto rearmed_in_batch = [](TaskBase* t) {
+    if (!(t->flags & kRearmable)) return false;
+    std::optional<Key> k = newest_key(t);  // nullopt: no longer pending
+    return k && (k->deadline != t->deadline || k->never != (t->never != 0));
+  };
+  for (const std::vector<TaskBase*>& staged : staged_)
+    for (TaskBase* t : staged) {
+      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
+      if (!rearmed_in_batch(t) || allowed_after_shutdown(lk, t, now) || !cancel_in_batch(lk, t)) continue;
+      add_ref(t);
+      bury_later(t, /*drop_callable=*/true);
+    }
 }
 
 // The caller has seen run_state == kShutdown; a shutdown_now() racing it takes what is allowed

@@ -1,9 +1,9 @@
 // kairos_loop_system.hpp: KairosLoopSystem, kairos in poll mode on an epoll loop thread of its own
 // behind the workload adapter (system.hpp): the loop an application would write
 // (docs/poll-mode.md, examples/epoll_loop.cpp).
-//   loop:  poll(); d = next_deadline(); timerfd armed at d (TFD_TIMER_ABSTIME, CLOCK_MONOTONIC,
-//          the clock of SteadyClock); epoll_wait(-1) on the timerfd, the scheduler's wake fd and a
-//          kick eventfd of the adapter's own (drain, destruction).
+//   loop:  d = next_deadline(); timerfd armed at d (TFD_TIMER_ABSTIME, CLOCK_MONOTONIC, the
+//          clock of SteadyClock); epoll_wait(-1) on the timerfd, the scheduler's wake fd and a
+//          kick eventfd of the adapter's own (drain, destruction); poll(), then the handlers.
 //   kairos-loop         the wake fd registered: a submission from another thread whose deadline is
 //                       earlier than the one the loop sleeps for wakes it (Scheduler::wake_fd()).
 //   kairos-loop-nowake  the wake fd not registered: the loop sleeps until the deadline it read
@@ -12,7 +12,9 @@
 //                       when the loop next wakes (late: W9 shows how late). The scheduler still
 //                       signals its wakes (counted), nobody listens.
 // Threads: the loop thread polls; any thread submits and cancels. loop_wakes(): the wakes the
-//          scheduler signalled (ShardStats::loop_wakes), read by W9 per submission.
+//          scheduler signalled (ShardStats::loop_wakes), read by W9 per submission;
+//          wake_fd_seen(): the loop's iterations that found the wake fd readable (relaxed: a
+//          count W9 reads after the run), which W9 compares with the wakes signalled.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -94,6 +96,8 @@ class KairosLoopSystem {
     for (const auto& s : sched_.stats().shards) n += s.loop_wakes;
     return n;
   }
+  std::uint64_t wake_fd_seen() const { return wake_fd_seen_.load(std::memory_order_relaxed); }
+  bool listens_to_wakes() const noexcept { return use_wake_; }
 
  private:
   static kairos::Options options(const SystemConfig& c) {
@@ -116,7 +120,6 @@ class KairosLoopSystem {
   void run() {
     epoll_event events[4];
     while (!stop_.load(std::memory_order_acquire)) {
-      sched_.poll();
       // Arms the wake (and reads the wake fd back to 0): from here a submission earlier than d
       // makes the wake fd readable.
       std::optional<kairos::SteadyClock::time_point> d = sched_.next_deadline();
@@ -130,10 +133,12 @@ class KairosLoopSystem {
       }
       timerfd_settime(timer_, TFD_TIMER_ABSTIME, &spec, nullptr);  // all zero: disarmed
       int n = epoll_wait(epoll_, events, 4, -1);
+      sched_.poll();  // first: the loop is awake (disarms the wake)
       for (int i = 0; i < n; ++i) {
         std::uint64_t v;
         if (events[i].data.fd == timer_ || events[i].data.fd == kick_) (void)!read(events[i].data.fd, &v, sizeof v);
         // the wake fd: next_deadline() reads it back
+        else wake_fd_seen_.fetch_add(1, std::memory_order_relaxed);
       }
     }
   }
@@ -144,6 +149,7 @@ class KairosLoopSystem {
   int timer_ = -1;
   int kick_ = -1;
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> wake_fd_seen_{0};
   std::thread loop_;
 };
 

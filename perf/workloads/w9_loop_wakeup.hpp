@@ -8,7 +8,9 @@
 // negative is an early fire. Reported: lateness p50..max, early fires, missing (never fired), how
 // many submissions were earlier than every pending one (`earlier_than_pending`), and for a
 // system that counts them (loop_wakes(): kairos-loop) the wakes signalled and wakes per
-// submission.
+// submission, and (wake_fd_seen(), with the wake fd registered) the loop's iterations woken by a
+// readable wake fd per wake signalled: about 1; above 2 (`iterations_per_wake`) the loop came
+// round on a fd nobody read back, a broken rule (kairos-lat exits 1).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -51,8 +53,9 @@ RunResult run_w9(System& sys, const SystemConfig& cfg, const W9Params& p) {
   std::priority_queue<std::int64_t, std::vector<std::int64_t>, std::greater<>> pending;
   std::int64_t earlier = 0;
 
-  std::uint64_t wakes_before = 0;
+  std::uint64_t wakes_before = 0, seen_before = 0;
   if constexpr (requires { sys.loop_wakes(); }) wakes_before = sys.loop_wakes();
+  if constexpr (requires { sys.wake_fd_seen(); }) seen_before = sys.wake_fd_seen();
   std::int64_t next = now_ns();
   for (std::size_t i = 0; i < p.count; ++i) {
     next += gaps[i];
@@ -85,6 +88,13 @@ RunResult run_w9(System& sys, const SystemConfig& cfg, const W9Params& p) {
   if constexpr (requires { sys.loop_wakes(); }) {
     r.figure("wakes", static_cast<std::int64_t>(wakes));
     r.figure("wakes_per_submission", static_cast<double>(wakes) / static_cast<double>(p.count));
+  }
+  if constexpr (requires { sys.wake_fd_seen(); }) {
+    if (sys.listens_to_wakes()) {
+      const std::uint64_t seen = sys.wake_fd_seen() - seen_before;
+      r.figure("wake_fd_iterations", static_cast<std::int64_t>(seen));
+      r.figure("iterations_per_wake", wakes == 0 ? 0.0 : static_cast<double>(seen) / static_cast<double>(wakes));
+    }
   }
   for (auto& h : handles) System::cancel(h);
   return r;

@@ -296,6 +296,43 @@ TEST(CoroSleep, AStopRacingTheDeadlineResumesExactlyOnce) {
   std::printf("stop won %d of %d races\n", cancelled, kRounds);
 }
 
+// A stop that wins (the sleep ends in CancelledError) resumes the coroutine on the stopping
+// thread, inside request_stop(), every time; one that loses leaves the sleep to end normally on
+// the scheduler's thread. Driven thousands of times at the deadline, so that the stop lands
+// between the runner's start of the task and its run (where it once resumed the coroutine with
+// CancelledError on the runner, after request_stop() had returned).
+TEST(CoroSleep, AStopThatWinsResumesOnTheStoppingThreadInsideRequestStop) {
+  kairos_test::Scheduler s(kairos_test::threads(1, 1));
+  const auto budget = kairos_test::stress_budget(1.0);
+  const auto until = std::chrono::steady_clock::now() + budget;
+  const std::thread::id me = std::this_thread::get_id();
+  constexpr int kMaxRounds = 20'000;
+  std::vector<Outcome> outs(kMaxRounds);
+  std::vector<int> resumed_by_return(kMaxRounds, 0);
+  std::atomic<int> frames{0};
+  int rounds = 0;
+  for (; rounds < kMaxRounds && (rounds < 2'000 || std::chrono::steady_clock::now() < until); ++rounds) {
+    std::stop_source stop;
+    const auto delay = std::chrono::microseconds(rounds % 20);
+    const auto due = std::chrono::steady_clock::now() + delay;
+    sleep_once(s, delay, outs[rounds], frames, stop.get_token());
+    while (std::chrono::steady_clock::now() < due) {  // stop at about the deadline
+    }
+    stop.request_stop();
+    resumed_by_return[rounds] = outs[rounds].resumed.load();
+  }
+  ASSERT_TRUE(eventually([&] { return frames.load() == 0; }));
+  int won = 0;
+  for (int i = 0; i < rounds; ++i) {
+    ASSERT_EQ(outs[i].resumed.load(), 1) << "round " << i;
+    if (!outs[i].cancelled.load()) continue;
+    ++won;
+    EXPECT_EQ(outs[i].on, me) << "round " << i << ": a winning stop resumed the sleep on another thread";
+    EXPECT_EQ(resumed_by_return[i], 1) << "round " << i << ": resumed after request_stop() returned";
+  }
+  std::printf("stop won %d of %d races at the deadline\n", won, rounds);
+}
+
 // ---- shutdown, shutdown_now, destructor -----------------------------------------------------
 
 TEST(CoroSleep, ShutdownLetsSleepsEndAtTheirDeadlinesByDefault) {

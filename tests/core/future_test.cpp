@@ -200,6 +200,27 @@ TEST(Future, WaitUntilReturnsWhenTheTaskCompletes) {
   EXPECT_EQ(f.get() + g.get(), 3);
 }
 
+// A far deadline on a coarse clock (its max() overflows nanoseconds) is no deadline at all:
+// wait_until waits for the task, as every other time arithmetic of kairos saturates.
+TEST(Future, WaitUntilAFarCoarseTimePointWaitsForTheTask) {
+  Manual s;
+  auto f = s.schedule([] { return 1; }, 5ms);
+  std::thread advancer([&] {
+    std::this_thread::sleep_for(5ms);
+    s.clock.advance(5ms);
+  });
+  using namespace std::chrono;
+  EXPECT_EQ(f.wait_until(time_point<system_clock, seconds>::max()), std::future_status::ready);
+  EXPECT_EQ(f.wait_until(time_point<system_clock, hours>::max()), std::future_status::ready);
+  EXPECT_EQ(f.wait_until(time_point<steady_clock, hours>::max()), std::future_status::ready);
+  advancer.join();
+  EXPECT_EQ(f.get(), 1);
+  EXPECT_EQ(f.wait_until(time_point<system_clock, seconds>::min()), std::future_status::ready);
+  auto g = s.schedule([] { return 2; }, 1h);
+  EXPECT_EQ(g.wait_until(time_point<system_clock, seconds>::min()), std::future_status::timeout);
+  EXPECT_EQ(g.wait_until(time_point<system_clock, hours>::min()), std::future_status::timeout);
+}
+
 TEST(Future, DelayCountsDownOnTheManualClock) {
   Manual s;
   auto f = s.schedule([] {}, 10ms);

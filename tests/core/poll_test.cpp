@@ -278,4 +278,47 @@ TEST(PollMode, EveryShardIsPolled) {
   EXPECT_EQ(ran, 80);
 }
 
+// A re-armed task waiting in the running poll's batch is judged by shutdown()'s policies at its
+// newest deadline, as one in the queue is: re-armed there to later (no longer due), it is
+// cancelled by the time shutdown() returns, and never runs.
+TEST(PollMode, ShutdownCancelsATaskReArmedToLaterWhileItWaitsInTheBatch) {
+  ManualClock clock;
+  Polled s(polled(), clock);
+  s.set_execute_existing_delayed_tasks_after_shutdown(false);
+  kairos::ScheduledFuture<void> waiting;
+  bool cancelled_when_shutdown_returned = false;
+  std::atomic<bool> waiting_ran{false};
+  auto first = s.schedule(
+      [&] {
+        EXPECT_TRUE(waiting.rearm(1h));  // it waits behind this task in the same batch
+        s.shutdown();
+        cancelled_when_shutdown_returned = waiting.is_cancelled();
+      },
+      1ms);
+  waiting = s.schedule_rearmable([&] { waiting_ran = true; }, 1ms);
+  clock.advance(1ms);
+  EXPECT_EQ(s.poll(), 1u);
+  EXPECT_TRUE(cancelled_when_shutdown_returned);
+  EXPECT_TRUE(waiting.is_cancelled());
+  EXPECT_FALSE(waiting_ran.load());
+  EXPECT_TRUE(s.is_terminated());
+  EXPECT_EQ(s.stats().total().cancelled, 1u);
+}
+
+// One still due where it waits (not re-armed, or re-armed to a time already passed) runs.
+TEST(PollMode, ShutdownLeavesADueTaskWaitingInTheBatchToRun) {
+  ManualClock clock;
+  Polled s(polled(), clock);
+  s.set_execute_existing_delayed_tasks_after_shutdown(false);
+  std::atomic<int> ran{0};
+  kairos::ScheduledFuture<void> waiting;
+  auto first = s.schedule([&] { s.shutdown(); }, 1ms);
+  waiting = s.schedule_rearmable([&] { ran.fetch_add(1); }, 1ms);
+  auto plain = s.schedule([&] { ran.fetch_add(1); }, 1ms);
+  clock.advance(1ms);
+  EXPECT_EQ(s.poll(), 3u);
+  EXPECT_EQ(ran.load(), 2);
+  EXPECT_TRUE(s.is_terminated());
+}
+
 }  // namespace

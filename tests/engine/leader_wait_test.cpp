@@ -10,22 +10,22 @@ TEST(LeaderWait, OnlyAnEarlierDeadlineKicksAnArmedLeaderAndOnlyOnce) {
   LeaderWait w;
   w.arm(1000);
   std::uint32_t e = w.wake_epoch();
-  w.notify_earlier(1000);  // not earlier
-  w.notify_earlier(5000);
+  (void)w.notify_earlier(1000);  // not earlier
+  (void)w.notify_earlier(5000);
   EXPECT_EQ(w.wake_epoch(), e);
-  w.notify_earlier(999);  // earlier: wins armed -> awake, kicks
+  (void)w.notify_earlier(999);  // earlier: wins armed -> awake, kicks
   EXPECT_EQ(w.wake_epoch(), e + 1);
-  w.notify_earlier(1);  // the leader is being woken already: no second kick
+  (void)w.notify_earlier(1);  // the leader is being woken already: no second kick
   EXPECT_EQ(w.wake_epoch(), e + 1);
 }
 
 TEST(LeaderWait, AnAwakeLeaderIsNeverKickedBySubmissions) {
   LeaderWait w;
   std::uint32_t e = w.wake_epoch();
-  w.notify_earlier(kMinNs + 1);
+  (void)w.notify_earlier(kMinNs + 1);
   w.arm(100);
   w.disarm();
-  w.notify_earlier(0);
+  (void)w.notify_earlier(0);
   EXPECT_EQ(w.wake_epoch(), e);
 }
 
@@ -33,7 +33,7 @@ TEST(LeaderWait, ALeaderWaitingWithNoDeadlineIsKickedByAnyTask) {
   LeaderWait w;
   w.arm(kMaxNs);
   std::uint32_t e = w.wake_epoch();
-  w.notify_earlier(kMaxNs);  // also one due at the end of a ManualClock's time
+  (void)w.notify_earlier(kMaxNs);  // also one due at the end of a ManualClock's time
   EXPECT_EQ(w.wake_epoch(), e + 1);
 }
 

@@ -63,21 +63,21 @@ TEST(LoopWake, OneWakePerArmWhateverTheNumberOfEarlierSubmissions) {
   LeaderWait wait;
   wait.set_loop_wake(&lw);
   wait.arm(1'000);
-  wait.notify_earlier(2'000);  // later: nothing
+  (void)wait.notify_earlier(2'000);  // later: nothing
   EXPECT_EQ(wait.loop_wakes(), 0u);
   EXPECT_FALSE(readable(lw.fd()));
-  for (int i = 0; i < 10; ++i) wait.notify_earlier(500);  // earlier, ten times: one wake
+  for (int i = 0; i < 10; ++i) (void)wait.notify_earlier(500);  // earlier, ten times: one wake
   EXPECT_EQ(wait.loop_wakes(), 1u);
   EXPECT_TRUE(readable(lw.fd()));
   lw.consume();
   wait.arm(1'000);
   wait.lower(800);             // several shards: the loop's deadline is the earliest of theirs
-  wait.notify_earlier(900);    // later than the lowered arm: nothing
+  (void)wait.notify_earlier(900);    // later than the lowered arm: nothing
   EXPECT_EQ(wait.loop_wakes(), 1u);
-  wait.notify_earlier(700);
+  (void)wait.notify_earlier(700);
   EXPECT_EQ(wait.loop_wakes(), 2u);
   wait.lower(100);             // after its wake: stays disarmed until armed again
-  wait.notify_earlier(50);
+  (void)wait.notify_earlier(50);
   EXPECT_EQ(wait.loop_wakes(), 2u);
 }
 
@@ -86,7 +86,7 @@ TEST(LoopWake, ALoopWithNothingPendingIsWokenByAnyTask) {
   LeaderWait wait;
   wait.set_loop_wake(&lw);
   wait.arm(kMaxNs);  // next_deadline() returned nullopt
-  wait.notify_earlier(kMaxNs - 1);
+  (void)wait.notify_earlier(kMaxNs - 1);
   EXPECT_EQ(wait.loop_wakes(), 1u);
 }
 
@@ -113,7 +113,7 @@ struct Race {
     task.deadline = kTaskDeadline;
     ASSERT_TRUE(inbox.push(&task));
   }
-  void notify() { wait.notify_earlier(kTaskDeadline); }  // (N1)/(N2)
+  void notify() { (void)wait.notify_earlier(kTaskDeadline); }  // (N1)/(N2)
   // Loop steps (Shard::earliest_deadline).
   void arm() { wait.arm(kLoopDeadline); }  // (LW1)
   void count() {

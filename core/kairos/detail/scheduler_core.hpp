@@ -43,7 +43,11 @@ class SchedulerCore {
   virtual void on_cancelled(TaskBase* t, bool queued) noexcept = 0;
   // rearm() of t (re-armable, held in kRearming by the caller): records the new deadline with a
   // fresh sequence number, and tells the leader at once if it is earlier than the filed one.
-  virtual void rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept = 0;
+  // Non-null when that woke a poll-mode loop with an Options::on_wake: the engine, kept alive
+  // for the caller, which runs run_wake_callback() once it has let go of t.
+  virtual std::shared_ptr<SchedulerCore> rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept = 0;
+  // Options::on_wake on the calling thread, which holds nothing of kairos (rearm_locked).
+  virtual void run_wake_callback() noexcept = 0;
 
   virtual void shutdown() = 0;
   virtual std::vector<TaskBase*> shutdown_now() = 0;  // references now owned by the caller
