@@ -61,7 +61,7 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
     if ((s & kAwaited) && is_terminal(s)) wake_awaiters(t);
     // The scheduler's reference is the last (an execute() task, a dropped future): nobody else
     // can change the count any more, so the node goes without the RMW.
-    if (refs_of(s) == 1) t->ops->destroy(t);
+    if (only_reference(s)) t->ops->destroy(t);
     else release(t);
   }
   grave.clear();

@@ -191,7 +191,7 @@ void Shard::take_in(Lock& lk, TaskBase* t) {
   // task, whose re-arms may have come before its handle went): no cancel or re-arm can race the
   // mark, so it is a plain store, not the CAS (TI1). The load above is then (RC2) as well: the
   // count it saw is 1, and nobody else can change the word after it.
-  if (refs_of(s) == 1 && (s & kStateMask) == kPending && !(t->flags & kRearmable) &&
+  if (only_reference(s) && (s & kStateMask) == kPending && !(t->flags & kRearmable) &&
       engine_.state() == RunState::kActive) {
     t->state.store(s | kQueued, std::memory_order_relaxed);
     queue_.push(t);

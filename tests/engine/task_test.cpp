@@ -62,6 +62,30 @@ TEST(Task, ReferencesLiveAboveTheStateAndTransitionsKeepThem) {
   release(n);  // the last: destroys (ASan sees a leak or a double free otherwise)
 }
 
+// Past kSpillAt references a chunk moves to the spill table (kSpilled set, the field far below
+// its capacity); releases below the refill mark take chunks back, and the last one clears
+// kSpilled; the node goes with the last reference, not before (ASan).
+TEST(Task, ReferencesBeyondTheFieldSpillAndComeBack) {
+  int runs = 0;
+  auto* n = make_node<false>(OnePointer{&runs}, 0);
+  set_refs_unpublished(n, 1);
+  const std::uint32_t total = 3 * kSpillAt;  // more than the field holds (2^22 - 1) would be
+  for (std::uint32_t i = 1; i < total; ++i) add_ref(n);
+  std::uint32_t s = n->state.load();
+  EXPECT_TRUE(s & kSpilled);
+  EXPECT_LE(refs_of(s), kSpillAt);
+  EXPECT_GT(refs_of(s), kRefillBelow);
+  EXPECT_EQ(s & kStateMask, kPending);
+  ASSERT_TRUE(transition(n, kPending, kRunning));  // transitions keep the flag and the count
+  EXPECT_TRUE(n->state.load() & kSpilled);
+  for (std::uint32_t i = 1; i < total; ++i) release(n);
+  s = n->state.load();
+  EXPECT_FALSE(s & kSpilled) << "the last chunk came back";
+  EXPECT_EQ(refs_of(s), 1u);
+  EXPECT_TRUE(only_reference(s));
+  release(n);
+}
+
 // Owners taking and dropping references while two threads race transitions on the same word:
 // every CAS keeps the count, and the node is destroyed exactly once, by the last release.
 TEST(Task, ConcurrentReferencesAndTransitionsNeitherLoseNorInventAReference) {

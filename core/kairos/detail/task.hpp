@@ -3,8 +3,9 @@
 //          A one-shot task keeps its callable and its result in one union: the callable is
 //          destroyed when the run ends, before the result is stored, so a capture-less or
 //          one-pointer one-shot task is a 40-byte node.
-// Owners:  an intrusive reference count, in the state word's upper bits (kRefShift). The scheduler holds one reference from submission until
-//          the task leaves it (ran, removed, drained); every ScheduledFuture/Task holds one.
+// Owners:  an intrusive reference count, in the state word's upper bits (kRefShift), without
+//          limit (a spill table beyond 2^20). The scheduler holds one reference from submission
+//          until the task leaves it (ran, removed, drained); every ScheduledFuture/Task holds one.
 // State:   `state` is the single word every thread agrees on (and the futex waiters sleep on):
 //
 //     kPending --run--> kRunning --ok--> kNormal           (one-shot)
@@ -102,12 +103,30 @@ struct TaskOps {
 // both keeps the base at 32 bytes. Every state CAS keeps the bits it does not change (the pattern
 // `(s & ~kStateMask) | to`), so a reference taken or dropped meanwhile only makes a CAS retry.
 // A futex waiter sleeps on the whole word and re-checks after any change of it.
-inline constexpr unsigned kRefShift = 9;  // above kAwaited
+//
+// The count has no limit: the word's field holds up to 2^22 - 1, and a task with more references
+// than that (copies of one future fanned out to millions of holders) keeps the excess in a
+// process-wide spill table (core/src/task_lifecycle.cpp, edges RC3/RC4), flagged by kSpilled.
+// The add that takes the field to kSpillAt moves kSpillChunk references into the table; a release
+// that finds the field at or below kRefillBelow with kSpilled set moves a chunk back. So the
+// field of a spilled task stays far above 1 (every thread that takes it below kRefillBelow goes
+// to the table's mutex before it can release again: the field could fall past kRefillBelow only
+// by as many releases as there are threads), a spilled task is never taken for the sole owner's,
+// and the node goes only when the field's last reference goes with the table empty. A task with
+// fewer than kSpillAt references (every task in practice) never touches the table: its add_ref
+// and release are the one RMW and one compare they were.
+inline constexpr std::uint32_t kSpilled = 1u << 9;  // part of the count is in the spill table
+inline constexpr unsigned kRefShift = 10;           // above kSpilled
 inline constexpr std::uint32_t kRefOne = 1u << kRefShift;
-// Far below the 2^23 the field holds, so that the check in add_ref() can never be raced past it.
-inline constexpr std::uint32_t kMaxRefs = 1u << 22;
+inline constexpr std::uint32_t kSpillAt = 1u << 20;     // of the field's 2^22 - 1
+inline constexpr std::uint32_t kSpillChunk = 1u << 19;  // references moved at a time
+inline constexpr std::uint32_t kRefillBelow = 1u << 18;
 constexpr std::uint32_t refs_of(std::uint32_t s) noexcept { return s >> kRefShift; }
-static_assert(kAwaited < kRefOne, "the reference count sits above every state flag");
+// The caller's reference is the task's only one (the field holds 1 and nothing is spilled).
+constexpr bool only_reference(std::uint32_t s) noexcept { return refs_of(s) == 1 && !(s & kSpilled); }
+static_assert(kAwaited < kSpilled && kSpilled < kRefOne, "the reference count sits above every state flag");
+static_assert(kSpillChunk + kRefillBelow < kSpillAt && kSpillAt <= (1u << (32 - kRefShift)) / 4,
+              "a spill leaves the field above the refill mark, far below its capacity");
 
 struct TaskBase {
   const TaskOps* ops;
@@ -149,10 +168,12 @@ inline bool filed_before(const TaskBase* a, const TaskBase* b) noexcept {
   return key_before(a->deadline, a->never, a->seq, b->deadline, b->never, b->seq);
 }
 
-[[noreturn]] void too_many_references() noexcept;  // task_lifecycle.cpp: says so, then terminates
+// task_lifecycle.cpp: the spill table's two moves (see the count's paragraph above).
+void spill_references(TaskBase* t) noexcept;
+void refill_references(TaskBase* t) noexcept;
 
 inline void add_ref(TaskBase* t) noexcept {
-  if (refs_of(t->state.fetch_add(kRefOne, std::memory_order_relaxed)) >= kMaxRefs) too_many_references();
+  if (refs_of(t->state.fetch_add(kRefOne, std::memory_order_relaxed)) + 1 == kSpillAt) spill_references(t);
 }
 // Sets the count of a node no other thread can see yet (submission: the scheduler's and the
 // future's).
@@ -166,14 +187,16 @@ inline void set_refs_unpublished(TaskBase* t, std::uint32_t refs) noexcept {
 // read (Shard::finish_one_shot). (RC2) acquire: pairs with the other owners' last (RC1), whose
 // writes are seen before the caller goes on.
 inline bool sole_owner(const TaskBase* t) noexcept {
-  return refs_of(t->state.load(std::memory_order_acquire)) == 1;  // (RC2)
+  return only_reference(t->state.load(std::memory_order_acquire));  // (RC2)
 }
 // (RC1) acq_rel: the last owner must see every write of the others before destroying; pairs
 // with the other owners' (RC1) and with (RC2). (Testing sole_owner first would cost a second
 // transfer of the line when another core holds it: a canceller's, a handle's. Shard::bury,
 // whose task's line is its own, reads the word anyway and skips the RMW there.)
 inline void release(TaskBase* t) noexcept {
-  if (refs_of(t->state.fetch_sub(kRefOne, std::memory_order_acq_rel)) == 1) t->ops->destroy(t);  // (RC1)
+  const std::uint32_t s = t->state.fetch_sub(kRefOne, std::memory_order_acq_rel);  // (RC1)
+  if (only_reference(s)) t->ops->destroy(t);
+  else if ((s & kSpilled) && refs_of(s) - 1 <= kRefillBelow) refill_references(t);
 }
 
 // CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
