@@ -29,6 +29,13 @@
 //   the operation until the handler is posted, so io_context::run() does not return while a
 //   sleep is pending. The handler is moved into the posted function and destroyed after it ran
 //   (or with the io_context's queue), never with a kairos lock held.
+// Life: kairos's side touches the handler's executor (the post, then the work guard's release)
+//   until just after the handler is queued, possibly while the handler already runs. So the
+//   executor's context must outlive that: destroy the scheduler first (its destructor completes
+//   every pending operation and joins its threads; declare the io_context before it), or destroy
+//   the io_context only after its run() returned (the work guard is held until kairos's last
+//   touch). The scheduler need not outlive an operation: a sleep or wait pending at its
+//   destruction completes with operation_aborted.
 // Exactly once. Each operation is a detached coroutine of this header (Detached below) that
 //   co_awaits kairos's own awaiter and, once resumed, posts the handler. kairos resumes a
 //   sleep's or a future's awaiting coroutine exactly once, with an outcome, never destroys it

@@ -113,9 +113,9 @@ kairos::Options one_thread() {
 // ---- when and where the handler runs --------------------------------------------------------
 
 TEST(AsioSleep, CallbackRunsOnItsExecutorNeverEarlyOnce) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::ManualClock clock;
   ManualScheduler s(one_thread(), clock);
-  boost::asio::io_context io;
   Outcome o;
   ka::async_sleep_for(s, 10ms, boost::asio::bind_executor(io, recorder(o)));
   // 9 ms: a marker task due then has run, so kairos has seen 9 ms and (never early) not the
@@ -135,9 +135,9 @@ TEST(AsioSleep, CallbackRunsOnItsExecutorNeverEarlyOnce) {
 }
 
 TEST(AsioSleep, SleepUntilADeadlineOfTheSchedulersClock) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::ManualClock clock;
   ManualScheduler s(one_thread(), clock);
-  boost::asio::io_context io;
   Outcome o;
   ka::async_sleep_until(s, clock.now() + 5ms, boost::asio::bind_executor(io, recorder(o)));
   auto marker = s.schedule_at([] {}, clock.now() + 4ms);
@@ -151,9 +151,9 @@ TEST(AsioSleep, SleepUntilADeadlineOfTheSchedulersClock) {
 }
 
 TEST(AsioSleep, HandlerRunsOnTheIoThreadNotOnKairossThread) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
   std::thread::id kairos_id = kairos_thread(s);
-  boost::asio::io_context io;
   Outcome o;
   ka::async_sleep_for(s, 1ms, boost::asio::bind_executor(io, recorder(o)));
   ASSERT_TRUE(run_until(io, [&] { return o.calls.load() == 1; }));
@@ -164,8 +164,8 @@ TEST(AsioSleep, HandlerRunsOnTheIoThreadNotOnKairossThread) {
 // io_context::run() with nothing but a pending sleep returns only after its handler ran (the
 // operation holds work on the handler's executor).
 TEST(AsioSleep, RunDoesNotReturnWhileASleepIsPending) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   Outcome o;
   auto start = std::chrono::steady_clock::now();
   ka::async_sleep_for(s, 20ms, boost::asio::bind_executor(io, recorder(o)));
@@ -175,8 +175,8 @@ TEST(AsioSleep, RunDoesNotReturnWhileASleepIsPending) {
 }
 
 TEST(AsioSleep, NeverCompletesInsideTheInitiatingCall) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   auto done = s.schedule([] { return 1; }, 0ms);
   done.wait();
   Outcome o;
@@ -193,8 +193,8 @@ TEST(AsioSleep, NeverCompletesInsideTheInitiatingCall) {
 }
 
 TEST(AsioSleep, HandlersBoundToAStrandRunOnTheStrand) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   auto strand = boost::asio::make_strand(io);
   constexpr int kOps = 200;
   std::atomic<int> on_strand{0}, calls{0}, inside{0}, overlapped{0};
@@ -218,8 +218,8 @@ TEST(AsioSleep, HandlersBoundToAStrandRunOnTheStrand) {
 // ---- async_wait -----------------------------------------------------------------------------
 
 TEST(AsioWait, CompletesWhenTheTaskIsDoneAndLeavesTheResultInTheFuture) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   auto value = s.schedule([] { return std::make_unique<int>(7); }, 1ms);  // move-only result
   auto failing = s.schedule([]() -> int { throw std::runtime_error("task failed"); }, 1ms);
   Outcome ov, of;
@@ -234,8 +234,8 @@ TEST(AsioWait, CompletesWhenTheTaskIsDoneAndLeavesTheResultInTheFuture) {
 }
 
 TEST(AsioWait, ACancelledTaskGivesOperationAborted) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   auto f = s.schedule([] {}, 1h);
   Outcome o, again;
   ka::async_wait(f, boost::asio::bind_executor(io, recorder(o)));
@@ -279,9 +279,9 @@ TEST(AsioTokens, UseFuture) {
 
 TEST(AsioTokens, UseAwaitableInCoSpawn) {
 #if KAIROS_TEST_AWAITABLE
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
   std::thread::id kairos_id = kairos_thread(s);
-  boost::asio::io_context io;
   std::atomic<int> reached{0};
   std::exception_ptr failure;
   boost::asio::co_spawn(
@@ -319,9 +319,9 @@ TEST(AsioTokens, UseAwaitableInCoSpawn) {
 
 TEST(AsioTokens, Deferred) {
 #if KAIROS_TEST_DEFERRED
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::ManualClock clock;
   ManualScheduler s(one_thread(), clock);
-  boost::asio::io_context io;
   Outcome o;
   auto op = ka::async_sleep_for(s, 1ms, boost::asio::deferred);
   EXPECT_EQ(s.queue_size(), 0u) << "a deferred operation started before it was invoked";
@@ -360,8 +360,8 @@ TEST(AsioDropped, SchedulerDestroyedWithOperationsPending) {
 }
 
 TEST(AsioDropped, ShutdownNowWithOperationsPending) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   Outcome sleep, wait, ran;
   ka::async_sleep_for(s, 1h, boost::asio::bind_executor(io, recorder(sleep)));
   ka::async_wait(s.schedule([] {}, 1h), boost::asio::bind_executor(io, recorder(wait)));
@@ -386,9 +386,9 @@ TEST(AsioDropped, RejectedUnderEveryPolicy) {
   for (kairos::Rejection r : {kairos::Rejection::abort, kairos::Rejection::discard}) {
     kairos::Options opts = one_thread();
     opts.rejection = r;
+    boost::asio::io_context io;
     kairos::Scheduler s(opts);
     s.shutdown();
-    boost::asio::io_context io;
     Outcome o;
     EXPECT_NO_THROW(ka::async_sleep_for(s, 1ms, boost::asio::bind_executor(io, recorder(o))));
     ASSERT_TRUE(run_until(io, [&] { return o.calls.load() == 1; }));
@@ -399,8 +399,8 @@ TEST(AsioDropped, RejectedUnderEveryPolicy) {
 TEST(AsioDropped, ShutdownDroppingDelayedTasks) {
   kairos::Options opts = one_thread();
   opts.execute_existing_delayed_tasks_after_shutdown = false;
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(opts);
-  boost::asio::io_context io;
   Outcome o;
   ka::async_sleep_for(s, 1h, boost::asio::bind_executor(io, recorder(o)));
   s.shutdown();
@@ -429,9 +429,9 @@ TEST(AsioCancel, EveryTypeCancelsASleep) {
   KAIROS_NEEDS_SLOTS();
 #if KAIROS_ASIO_HAS_CANCELLATION
   for (auto type : kTypes) {
+    boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
     kairos::ManualClock clock;
     ManualScheduler s(removing(), clock);
-    boost::asio::io_context io;
     boost::asio::cancellation_signal signal;
     Outcome o;
     ka::async_sleep_for(s, 1h, boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::bind_executor(io, recorder(o))));
@@ -454,8 +454,8 @@ TEST(AsioCancel, TerminalAndPartialCancelTheAwaitedTaskTotalIsIgnored) {
   KAIROS_NEEDS_SLOTS();
 #if KAIROS_ASIO_HAS_CANCELLATION
   for (auto type : kTypes) {
+    boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
     kairos::Scheduler s(one_thread());
-    boost::asio::io_context io;
     boost::asio::cancellation_signal signal;
     Outcome o;
     auto task = s.schedule([] { return 3; }, 1h);
@@ -510,8 +510,8 @@ TEST(AsioCancel, CancelRacingTheDeadlineCompletesOnce) {
 #if KAIROS_ASIO_HAS_CANCELLATION
   kairos::Options opts;
   opts.wait = kairos::WaitPolicy::hybrid(200us);
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(opts);
-  boost::asio::io_context io;
   const int ops = kairos_test::sanitized_build() ? 1000 : 5000;
   std::deque<Outcome> outcomes(ops);
   std::deque<boost::asio::cancellation_signal> signals(ops);
@@ -551,8 +551,8 @@ TEST(AsioCancel, AwaitableOrOperatorCancelsTheLoser) {
   using namespace boost::asio::experimental::awaitable_operators;
   kairos::Options opts;
   opts.remove_on_cancel = true;
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(opts);
-  boost::asio::io_context io;
   std::atomic<int> winner{-1};
   std::atomic<bool> done{false};
   boost::asio::co_spawn(
@@ -586,8 +586,8 @@ kairos::Options poll_mode() {
 }
 
 TEST(PollBridge, RunsTasksOnTheIoThreadWokenByAnotherThread) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(poll_mode());
-  boost::asio::io_context io;
   ka::PollBridge bridge(io, s);
   auto far = s.schedule([] {}, 1h);  // the bridge's timer waits for it: only a wake is in time
   std::atomic<std::thread::id> io_id{};
@@ -617,8 +617,8 @@ TEST(PollBridge, RunsTasksOnTheIoThreadWokenByAnotherThread) {
 
 TEST(PollBridge, AsyncSleepOnAPollModeSchedulerBesideAsiosHandlers) {
 #if KAIROS_TEST_AWAITABLE
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(poll_mode());
-  boost::asio::io_context io;
   ka::PollBridge bridge(io, s);
   bridge.start();
   std::atomic<bool> done{false};
@@ -644,8 +644,8 @@ TEST(PollBridge, AsyncSleepOnAPollModeSchedulerBesideAsiosHandlers) {
 
 // Destroyed with its timer's and the fd's waits still queued: they must not touch it (ASan).
 TEST(PollBridge, DestroyedWithWaitsQueued) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(poll_mode());
-  boost::asio::io_context io;
   auto task = s.schedule([] {}, 0ms);
   {
     ka::PollBridge bridge(io, s);
@@ -660,8 +660,8 @@ TEST(PollBridge, DestroyedWithWaitsQueued) {
 }
 
 TEST(PollBridge, NeedsAPollModeScheduler) {
+  boost::asio::io_context io;  // before the scheduler: destroyed after it (see kairos/asio.hpp, Life)
   kairos::Scheduler s(one_thread());
-  boost::asio::io_context io;
   EXPECT_THROW(ka::PollBridge(io, s), std::logic_error);
 }
 
