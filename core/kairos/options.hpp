@@ -19,7 +19,7 @@ struct Options {
   unsigned shards = 1;               // independent heaps, each with its own leader
   unsigned threads_per_shard = 1;    // leader/follower threads of one shard
   std::vector<int> cpus{};           // thread i pinned to cpus[i % cpus.size()]; empty: no pinning
-  WaitPolicy wait = WaitPolicy::hybrid(std::chrono::microseconds(50));
+  WaitPolicy wait = WaitPolicy::fitted();  // hybrid(50us) where that suffices, wider where the host needs it
   Rejection rejection = Rejection::abort;
   std::size_t capacity = 0;          // most pending tasks of one shard at once; 0 = unbounded
   bool remove_on_cancel = false;

@@ -8,6 +8,11 @@
 //                    sleeps wake (wake - the time it slept for) and spins for the `percentile`
 //                    of that overshoot, kept within [floor, ceiling] and decaying as the
 //                    overshoot shrinks (docs/adaptive-wait.md). ShardStats::spin_window_ns shows it.
+//   fitted()         the default (Options::wait): adaptive with hybrid's usual 50 us window as its
+//                    floor and a 200 us ceiling. Where the kernel wakes a timed sleep within 50 us
+//                    it is hybrid(50us), the same spin and the same lateness; where it overshoots
+//                    more (a host whose wake-ups run 60-100 us late), the window follows the
+//                    measured p99 overshoot instead of leaving every timer that late.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -33,6 +38,14 @@ class WaitPolicy {
     std::int64_t ns = detail::to_ns_saturated(spin_window);
     if (ns < 0) throw std::invalid_argument("kairos: WaitPolicy::hybrid spin window must be >= 0");
     return WaitPolicy(Mode::hybrid, Duration(ns));
+  }
+  // fitted()'s floor: the window hybrid() was the default with.
+  static constexpr Duration kFittedFloor{50'000};
+  static WaitPolicy fitted() noexcept {
+    WaitPolicy p(Mode::adaptive, kFittedFloor);
+    p.ceiling_ = kAdaptiveCeiling;
+    p.percentile_ = kAdaptivePercentile;
+    return p;
   }
   static WaitPolicy adaptive() noexcept {
     WaitPolicy p(Mode::adaptive, kAdaptiveFloor);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <kairos/options.hpp>
+
 #include "overshoot_estimator.hpp"
 
 namespace kairos::detail {
@@ -171,6 +173,28 @@ TEST(AdaptiveWindow, DefaultsComeFromThePolicy) {
   EXPECT_EQ(a.window(), WaitPolicy::kAdaptiveFloor.count());
   for (int i = 0; i < 64; ++i) a.record(std::int64_t{1} << 40);
   EXPECT_EQ(a.window(), WaitPolicy::kAdaptiveCeiling.count());
+}
+
+// The default (Options::wait = WaitPolicy::fitted()) per host: where the kernel wakes a timed
+// sleep within 50 us the window stays hybrid's former default of 50 us, the same spin; where it
+// overshoots more (60-90 us on a host whose kernel wakes late), the window follows it; never past
+// the ceiling.
+TEST(AdaptiveWindow, TheDefaultIsHybrid50usWhereThatSufficesAndWidensWhereTheHostWakesLater) {
+  const WaitPolicy p = kairos::Options{}.wait;
+  EXPECT_EQ(p.mode(), WaitPolicy::Mode::adaptive);
+  EXPECT_EQ(p.spin_floor(), std::chrono::microseconds(50));
+  EXPECT_EQ(p.spin_ceiling(), WaitPolicy::kAdaptiveCeiling);
+  AdaptiveWindow quiet_host(p);
+  EXPECT_EQ(quiet_host.window(), 50'000);
+  for (int i = 0; i < 4096; ++i) quiet_host.record(2'000 + (i % 7) * 5'000);  // 2..32 us late
+  EXPECT_EQ(quiet_host.window(), 50'000) << "a host where 50 us suffices spins exactly as before";
+  AdaptiveWindow late_host(p);
+  for (int i = 0; i < 4096; ++i) late_host.record(60'000 + (i % 4) * 10'000);  // 60..90 us late
+  EXPECT_GE(late_host.window(), 90'000) << "the window must cover the host's overshoot";
+  EXPECT_LE(late_host.window(), 90'000 + 90'000 / 8);
+  AdaptiveWindow awful_host(p);
+  for (int i = 0; i < 64; ++i) awful_host.record(5'000'000);
+  EXPECT_EQ(awful_host.window(), WaitPolicy::kAdaptiveCeiling.count());
 }
 
 }  // namespace
