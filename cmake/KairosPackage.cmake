@@ -22,6 +22,14 @@
 # share/doc/kairos for a plain install; the packages carry it as their copyright file instead),
 # and, installed only by cpack, runtime_debian / dev_debian (copyright and changelog per package).
 #
+# pkg-config: in libkairos-dev, kairos.pc and kairos-latency.pc say prefix=/usr (cmake/debian/
+# pc_prefix.cmake, run as the dev_debian component is staged), so that pkg-config filters the
+# system directories and applies a sysroot once; a plain `cmake --install` keeps the relocatable
+# ${pcfiledir} form.
+# ldconfig: the runtime package triggers libc's ldconfig (DEBIAN/triggers); CPack's own postinst
+# and postrm calling ldconfig are taken out of the packages after they are made
+# (cmake/debian/drop_ldconfig_scripts.cmake), so lintian has no maintscript-calls-ldconfig.
+#
 # Dependencies are written out, not computed: the library and the tools need the C and C++
 # runtimes of Debian 12's g++ 12; libkairos-latency (the HdrHistogram codec) links zlib, so the
 # package that holds it depends on zlib1g; no installed header includes <zlib.h>, so zlib1g-dev is
@@ -74,6 +82,15 @@ foreach(group runtime dev)
   install(FILES ${_deb_dir}/copyright ${_deb_dir}/changelog.Debian.gz
           DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg} COMPONENT ${group}_debian EXCLUDE_FROM_ALL)
 endforeach()
+# The .pc files of libkairos-dev with prefix=/usr (see above). dev_debian is staged after dev
+# (CPACK_COMPONENTS_ALL's order), into the same package directory; the script fails if not.
+set(_kairos_deb_pc_files ${CMAKE_INSTALL_LIBDIR}/pkgconfig/kairos.pc)
+if(TARGET kairos_latency)
+  list(APPEND _kairos_deb_pc_files ${CMAKE_INSTALL_LIBDIR}/pkgconfig/kairos-latency.pc)
+endif()
+install(CODE "set(KAIROS_DEB_PC_FILES \"${_kairos_deb_pc_files}\")\nset(KAIROS_DEB_PC_PREFIX /usr)"
+        COMPONENT dev_debian EXCLUDE_FROM_ALL)
+install(SCRIPT ${PROJECT_SOURCE_DIR}/cmake/debian/pc_prefix.cmake COMPONENT dev_debian EXCLUDE_FROM_ALL)
 
 set(CPACK_PACKAGE_NAME kairos)
 set(CPACK_PACKAGE_VENDOR "The kairos authors")
@@ -81,7 +98,8 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "${KAIROS_DEB_MAINTAINER}")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_INSTALL_DIRECTORY kairos)
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)  # also the .pc files' prefix: pc_prefix.cmake
+set(CPACK_POST_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/debian/drop_ldconfig_scripts.cmake)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)

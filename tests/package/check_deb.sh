@@ -9,7 +9,12 @@
 #   - Version <version>-<revision>, a Maintainer "Name <address>", libkairos-dev depending on
 #     the exact runtime package, the runtime package on zlib (libkairos-latency links it) and
 #     libkairos-dev not on zlib1g-dev (no installed header includes <zlib.h>), binaries stripped;
-#   - lintian: its whole output is printed; any E: line fails the test;
+#   - kairos.pc and kairos-latency.pc say prefix=/usr (pkg-config filters the system directories
+#     and applies a sysroot once: no ${pcfiledir}/../../.. path in their flags);
+#   - ldconfig runs through libc's trigger (the runtime package's DEBIAN/triggers): no postinst or
+#     postrm calls it;
+#   - lintian: its whole output is printed; any E: line fails the test, and so does the warning
+#     maintscript-calls-ldconfig;
 #   - unpacked into a scratch root, the tools run from there, link the packaged libkairos and
 #     hold no path of the build machine.
 set -euo pipefail
@@ -90,6 +95,30 @@ for tool in kairos-lat kairos-gate; do
   grep -F -e '\-\-help' "$scratch/$tool.1" > /dev/null || { echo "$tool.1 does not show the --help text"; fail=1; }
 done
 
+# The .pc files: a literal /usr prefix; through pkg-config with the unpacked root as sysroot, no
+# path built from ${pcfiledir} (it held the sysroot already, and got it a second time).
+for pc in kairos kairos-latency; do
+  grep -qx 'prefix=/usr' "$scratch/root/usr/$libdir/pkgconfig/$pc.pc" ||
+    { grep -n '^prefix=' "$scratch/root/usr/$libdir/pkgconfig/$pc.pc"; echo "$pc.pc: prefix is not /usr"; fail=1; }
+  flags=$(PKG_CONFIG_SYSROOT_DIR=$scratch/root \
+          PKG_CONFIG_LIBDIR=$scratch/root/usr/$libdir/pkgconfig:$(pkg-config --variable pc_path pkg-config) \
+          pkg-config --cflags --libs "$pc") || { echo "pkg-config $pc failed"; fail=1; }
+  echo "pkg-config --cflags --libs $pc (sysroot $scratch/root): $flags"
+  case "$flags" in *pkgconfig/..*|*"$scratch/root$scratch/root"*) echo "$pc.pc: flags built from its own path"; fail=1;; esac
+done
+# ldconfig: libc's trigger, not maintainer scripts.
+for deb in "$runtime" "$dev"; do
+  pkg=$(dpkg-deb -f "$deb" Package)
+  dpkg-deb --control "$deb" "$scratch/control-$pkg"
+  for script in preinst postinst prerm postrm; do
+    if [ -f "$scratch/control-$pkg/$script" ] && grep -n ldconfig "$scratch/control-$pkg/$script"; then
+      echo "$pkg: its $script calls ldconfig (above)"; fail=1
+    fi
+  done
+done
+grep -qx 'activate-noawait ldconfig' "$scratch/control-$runtime_pkg/triggers" ||
+  { echo "$runtime_pkg: no DEBIAN/triggers with 'activate-noawait ldconfig'"; fail=1; }
+
 echo "==== lintian"
 command -v lintian > /dev/null || { echo "lintian is not installed (tools/install-deps.sh installs it)"; exit 1; }
 rc=0
@@ -97,6 +126,7 @@ lintian --tag-display-limit 0 --info --fail-on error "$runtime" "$dev" > "$scrat
 cat "$scratch/lintian.log"
 [ $rc = 0 ] || [ $rc = 2 ] || { echo "lintian did not run (exit $rc, above)"; fail=1; }
 if [ $rc = 2 ] || grep -E '^E: ' "$scratch/lintian.log" > /dev/null; then echo "lintian reports errors (E: above)"; fail=1; fi
+if grep -F maintscript-calls-ldconfig "$scratch/lintian.log"; then echo "lintian: maintscript-calls-ldconfig (above)"; fail=1; fi
 
 # From the unpacked root: the tools run and link the packaged libkairos.
 export LD_LIBRARY_PATH=$scratch/root/usr/$libdir
