@@ -6,8 +6,17 @@
 
 namespace kairos::lat {
 
-// {"nproc", "cpu", "kernel"}: hardware_concurrency, /proc/cpuinfo's model name, uname -r.
+// {"nproc", "cpu", "kernel", "host"}: hardware_concurrency, /proc/cpuinfo's model name,
+// uname -r, and host_fingerprint().
 nlohmann::ordered_json machine_json();
+// What a figure depends on, named in every record and table (a verdict measured on one host can
+// flip on the next): {"vendor", "family", "model"} (/proc/cpuinfo), "threads_per_core" (cpu0's
+// thread siblings), "clocksource" (the kernel's current one), "clock_read_ns" (clock_gettime's
+// median cost), "handoff_ns" (a pinned one-way cache-line handoff between two CPUs; -1 with one
+// CPU). Measured in about 10 ms.
+nlohmann::ordered_json host_fingerprint();
+// host_fingerprint() in one line, for a table's heading.
+std::string host_line(const nlohmann::ordered_json& host);
 // The 1-minute load average (/proc/loadavg) right now: how busy the shared machine was.
 double load_average_1m();
 

@@ -334,6 +334,14 @@ void write_svgs(const std::string& dir, const std::vector<RunGroup>& groups, con
   }
 }
 
+// The host a record names (machine.host), in one line; older records did not measure it.
+std::string recorded_host(const json& rec) {
+  if (!rec.contains("machine") || !rec["machine"].is_object() || !rec["machine"].contains("host") ||
+      !rec["machine"]["host"].is_object())
+    return "not recorded (a record older than the host fingerprint)";
+  return host_line(rec["machine"]["host"]);
+}
+
 // The rules of docs/workloads.md that no measurement noise excuses; returns the broken ones.
 std::vector<std::string> broken_rules(const json& rec) {
   std::vector<std::string> out;
@@ -343,6 +351,8 @@ std::vector<std::string> broken_rules(const json& rec) {
   if (num("missing") > 0) out.push_back(who + ": " + rec["missing"].dump() + " tasks never ran");
   if (num("missed") > 0) out.push_back(who + ": " + rec["missed"].dump() + " quiet sessions never timed out");
   if (num("wrong_fires") > 0) out.push_back(who + ": " + rec["wrong_fires"].dump() + " timeouts of live sessions");
+  if (num("iterations_per_wake") > 2)  // W9: the loop came round on a wake fd nobody read back
+    out.push_back(who + ": " + rec["iterations_per_wake"].dump() + " loop iterations per wake");
   if ((rec.value("workload", "") == "W2" || rec.value("workload", "") == "W2b") && rec.contains("parameters") &&
       num("pending_at_end") != rec["parameters"].value("window", 1024.0))
     out.push_back(who + ": pending at end " + rec["pending_at_end"].dump() + ", not the window");
@@ -543,6 +553,7 @@ int tabulate_from(const Cli& cli, const json& machine) {
     const std::vector<json> records = read_records(text, path);
     auto groups = group_runs(records);
     if (overlay) std::cout << (cli.markdown ? "## " : "== ") << path << "\n";
+    std::cout << "host: " << recorded_host(records.front()) << "\n";
     print_tables(std::cout, groups, cli.markdown);
     if (!any_records && records.front().contains("machine")) records_machine = records.front()["machine"];
     any_records = true;
@@ -705,7 +716,7 @@ int run_plan(const Plan& plan, const Cli& cli, const json& machine) {
 
   auto groups = group_runs(records);
   std::ostream& table_out = cli.table ? std::cout : std::cerr;
-  table_out << "\n";
+  table_out << "\nhost: " << (machine.contains("host") ? host_line(machine["host"]) : std::string("not measured")) << "\n";
   print_tables(table_out, groups, cli.markdown);
   if (!cli.svg.empty()) {
     write_svgs(cli.svg, groups, machine);
