@@ -333,6 +333,43 @@ TEST(CoroSleep, AStopThatWinsResumesOnTheStoppingThreadInsideRequestStop) {
   std::printf("stop won %d of %d races at the deadline\n", won, rounds);
 }
 
+// The idle-timeout pattern of docs/coroutines.md: one re-armable task awaited once, pushed later
+// by every message; the coroutine resumes only after a whole idle period without one, and the
+// re-arms never wake it.
+Detached await_idle(kairos::ScheduledFuture<void> idle, Outcome& out, std::atomic<int>& frames) {
+  Alive alive(frames);
+  try {
+    co_await idle;
+  } catch (const CancelledError&) {
+    out.cancelled.store(true);
+  } catch (...) {
+    out.other_error.store(true);
+  }
+  out.on = std::this_thread::get_id();
+  out.resumed.fetch_add(1);
+}
+
+TEST(CoroFuture, TheIdleTimeoutPatternResumesOnlyAfterAQuietPeriod) {
+  Manual s;
+  Outcome out;
+  std::atomic<int> frames{0};
+  auto idle = s.schedule_rearmable([] {}, 30s);
+  await_idle(idle, out, frames);
+  for (int message = 0; message < 100; ++message) {  // a message every 20 s: never idle for 30
+    s.clock.advance(20s);
+    ASSERT_TRUE(idle.rearm(30s));
+    ASSERT_TRUE(s.wait_idle(kPatience));
+    ASSERT_EQ(out.resumed.load(), 0) << "resumed after message " << message;
+  }
+  s.clock.advance(29s);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(out.resumed.load(), 0);
+  s.clock.advance(1s);  // 30 s without a message
+  ASSERT_TRUE(eventually([&] { return out.resumed.load() == 1; }));
+  EXPECT_FALSE(out.cancelled.load());
+  EXPECT_EQ(frames.load(), 0);
+}
+
 // ---- shutdown, shutdown_now, destructor -----------------------------------------------------
 
 TEST(CoroSleep, ShutdownLetsSleepsEndAtTheirDeadlinesByDefault) {

@@ -10,7 +10,7 @@ src=$1 scratch=$2 cxx=$3 version=$4 soversion=$5
 rm -rf "$scratch" && mkdir -p "$scratch"
 cmake -S "$src" -B "$scratch/build" -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_COMPILER="$cxx" -DKAIROS_BUILD_TESTS=OFF -DKAIROS_BUILD_PERF=OFF \
-      -DKAIROS_BUILD_TOOLS=OFF > "$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
+      -DKAIROS_BUILD_TOOLS=OFF -DKAIROS_METRICS=OFF > "$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
 cmake --build "$scratch/build" -j2 --target kairos kairos_latency > "$scratch/build.log" 2>&1 || { cat "$scratch/build.log"; exit 1; }
 cmake --install "$scratch/build" --prefix "$scratch/prefix" > /dev/null
 lib=$(find "$scratch/prefix" -name "libkairos.so.$version")
