@@ -99,7 +99,8 @@ const std::vector<Column>& columns(const std::string& w) {
         {"early_fires", "early", Unit::count, Better::lower, false},
         {"missing", "missing", Unit::count, Better::lower, false},
         {"earlier_than_pending", "earlier", Unit::count, Better::none, false},
-        {"wakes", "wakes", Unit::count, Better::none, false}}},
+        {"wakes", "wakes", Unit::count, Better::none, false},
+        {"iterations_per_wake", "it/wake", Unit::real, Better::lower, false}}},
   };
   static const std::vector<Column> none;
   auto it = k.find(w);
