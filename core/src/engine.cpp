@@ -113,6 +113,9 @@ void Engine::on_clock_advanced() noexcept {
 }
 
 void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
+  // discard_oldest's make_room() releases its victim's callable: user code that may destroy the
+  // scheduler, which is then kept alive until this call is done with it (empty otherwise: free).
+  std::shared_ptr<Engine> keep;
   t->deadline = deadline;  // not yet published: no other thread can see t
   unsigned idx = shard_index();
   Shard& sh = *shards_[idx];
@@ -128,7 +131,10 @@ void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
     // re-arm racing this submission takes a seq but no place. Unsigned: a capacity of 2^63 or
     // more (SIZE_MAX: "no limit") bounds nothing.
     while (!sh.try_admit(cap)) {
-      if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest && sh.make_room()) continue;
+      if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest) {
+        if (!keep) keep = shared_from_this();
+        if (sh.make_room()) continue;
+      }
       return reject(t, sh, true);
     }
     seq = sh.inbox().take_seq();  // (IN1)
@@ -266,7 +272,9 @@ void Engine::thread_start_hook(const ThreadInfo& info) noexcept {
 // taken), so that the next_deadline() that reads the wake back sees them: it reports a shard
 // that must retire as due at once (Shard::earliest_deadline). Then the callback, last.
 void Engine::shutdown() {
-  const std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;  // (run_wake_callback)
+  // The policies drop tasks (their captures' destructors and resumed sleeps run here) and the
+  // wake runs Options::on_wake: user code that may destroy the scheduler. Kept alive to the end.
+  const std::shared_ptr<Engine> keep = shared_from_this();
   RunState st = RunState::kActive;
   const bool first = state_.run_state.compare_exchange_strong(st, RunState::kShutdown, std::memory_order_seq_cst);  // (RS1)
   for (auto& sh : shards_) sh->apply_shutdown();
@@ -274,7 +282,7 @@ void Engine::shutdown() {
 }
 
 std::vector<TaskBase*> Engine::shutdown_now() {
-  const std::shared_ptr<Engine> keep = state_.opt.on_wake ? shared_from_this() : nullptr;  // (run_wake_callback)
+  const std::shared_ptr<Engine> keep = shared_from_this();  // as shutdown(): Options::on_wake
   RunState st = state_.run_state.load(std::memory_order_seq_cst);  // (RS1) its CAS below
   while (st < RunState::kShutdownNow && !state_.run_state.compare_exchange_weak(st, RunState::kShutdownNow, std::memory_order_seq_cst)) {  // (RS1)
   }
@@ -341,6 +349,7 @@ void Engine::set_continue_existing_periodic_tasks_after_shutdown(bool v) {
 }
 
 void Engine::reapply_policies() {
+  const std::shared_ptr<Engine> keep = shared_from_this();  // as shutdown(): dropped tasks' captures
   for (auto& sh : shards_) sh->apply_shutdown();
 }
 
@@ -386,6 +395,7 @@ Engine::PoolCounts Engine::pool_counts() const {
 }
 
 std::size_t Engine::purge() {
+  const std::shared_ptr<Engine> keep = shared_from_this();  // as shutdown(): purged tasks' captures
   std::size_t n = 0;
   for (auto& sh : shards_) n += sh->purge();
   return n;
