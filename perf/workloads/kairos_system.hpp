@@ -116,6 +116,7 @@ class KairosSystem {
       o.wait = kairos::WaitPolicy::adaptive(kairos::WaitPolicy::kAdaptiveFloor, kairos::WaitPolicy::kAdaptiveCeiling,
                                             c.adaptive_percentile);
     else if (c.wait == "adaptive") o.wait = kairos::WaitPolicy::adaptive();
+    else if (c.wait == "fitted") o.wait = kairos::WaitPolicy::fitted();  // Options{}'s own
     else throw std::invalid_argument("kairos-lat: unknown wait mode '" + c.wait + "'");
     o.name = kName;
     return o;

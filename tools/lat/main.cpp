@@ -75,6 +75,8 @@ early fire. Task bodies only store their start time into a preallocated slot. Pe
 Systems:
   kairos-sleep, kairos-hybrid, kairos-spin   kairos wait policies; --shards, --threads, --pin apply
   kairos-adaptive   WaitPolicy::adaptive() (a self-tuned spin window), as the three above
+  kairos-fitted     WaitPolicy::fitted(), the default Options::wait (adaptive from a 50 us floor);
+                    not in the default set: name it with -s
   kairos-poll       W2, W6 only: poll mode, the workload's thread is the loop (polls every 64 calls)
   naive-stpe        one mutex, binary heap with indices, condition variable, leader/follower threads
   asio              Boost.Asio steady_timer on one io_context thread
@@ -192,7 +194,8 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
   c.spin_window_ns = static_cast<std::int64_t>(cli.spin_window_us * 1000.0);
   c.adaptive_percentile = cli.adaptive_percentile;
   bool native = true;
-  if (name == "kairos-sleep" || name == "kairos-hybrid" || name == "kairos-spin" || name == "kairos-adaptive") {
+  if (name == "kairos-sleep" || name == "kairos-hybrid" || name == "kairos-spin" || name == "kairos-adaptive" ||
+      name == "kairos-fitted") {
     c.wait = name.substr(7);
     c.shards = shards;
     c.threads = cli.threads;
