@@ -43,6 +43,9 @@ struct EngineState {
   const std::unique_ptr<LoopWake> loop_wake;  // poll mode: the loop's wake fd and on_wake
 
   std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
+  // (RS3) needs only an acquire (it sees what RS1 or RS4 published); the load is seq_cst, as it
+  // always was, which costs the same as an acquire load on x86-64. The Dekker pair's own load
+  // (RS2) reads run_state directly (engine.cpp).
   RunState state() const noexcept { return run_state.load(std::memory_order_seq_cst); }  // (RS3)
 };
 

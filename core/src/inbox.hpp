@@ -1,7 +1,9 @@
 // inbox.hpp: a shard's MPSC inbox: the producer half (take a sequence number, enqueue) and the
 // leader half (drain in bulk, confirm FIFO order, count). Header-only: submit stays inline.
-// Threads: take_seq/push/post/abandon: any thread, lock-free (one moodycamel producer
-//          token per thread, producer_tokens.hpp). drain/drain_all: whoever holds the shard lock.
+// Threads: take_seq/push/post/abandon and the counts: any thread, lock-free (one moodycamel
+//          producer token per thread, producer_tokens.hpp). drain/drain_all/drain_through and the
+//          unconfirmed items (has_unconfirmed ... take_unconfirmed): whoever holds the shard lock
+//          (Shard calls them only under mu_; not checked by the compiler: the inbox is not guarded).
 //
 // FIFO across producers (edges IN1-IN3). The seq is a fetch_add on next_seq_ (IN1), so a submission
 // that returned before another started has the smaller seq. moodycamel orders items of one
@@ -12,9 +14,24 @@
 // leader take them into its timer queue, where they may fire.
 //
 // Counts. next_seq_ (sequence numbers taken) - abandoned_ (taken, never enqueued: no memory) is
-// the number of submissions; drained_ of them reached the leader. Remove requests: posted_
-// enqueued (lost_ of those failed), done_ applied by the leader (remove and refile requests). wait_idle() and shutdown
+// the number of submissions; drained_ of them reached the leader. Requests (remove and refile):
+// posted_ enqueued (lost_ of those failed), done_ applied by the leader. wait_idle() and shutdown
 // compare these to know that everything sent before them has arrived.
+//
+// Edges (each names its partner):
+//   (IN1) take_seq: next_seq_ fetch_add seq_cst -> FIFO (above); pairs with the count read (IN5)
+//         and the wait's arm (LW2, leader_wait.hpp).
+//   (IN2) push: moodycamel's enqueue, a release -> pairs with (IN3): publishes the task's fields.
+//   (IN3) drain: moodycamel's dequeue, an acquire -> pairs with (IN2).
+//   (IN4) abandon: abandoned_ fetch_add seq_cst -> pairs with (IN5): a count that sees the seq
+//         waits for its abandon, not for an item.
+//   (IN5) submitted: the count read, seq_cst loads -> pairs with (IN1) and (IN4) (and with the
+//         shutdown's RS1, engine.cpp).
+//   (IN6) post: posted_ / lost_ fetch_add seq_cst -> pairs with (IN7).
+//   (IN7) removes_sent: seq_cst loads -> pairs with (IN6): drain_all waits for every request
+//         posted before it.
+//   (IN8) seqs_taken / abandoned: acquire loads (the pending counts, drain_through's bound) ->
+//         pair with (IN1) and (IN4).
 #pragma once
 #include <algorithm>
 #include <atomic>

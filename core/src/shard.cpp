@@ -1,5 +1,5 @@
 // shard.cpp: a shard's state and its lock: construction, the graveyard (no user code under mu_),
-// and what the lifecycle calls read (idle, stats, a state change).
+// and what the lifecycle calls read (idle, stats).
 //
 // The shard's protocols, one file each, in the order a task meets them:
 //   shard.hpp           producers: publish and the pending count (CT edges)
@@ -16,8 +16,12 @@
 // The lock. mu_ guards the timer queue, the batches (staged_), and the fields marked in shard.hpp.
 // Producers and cancellers never take it. No user code runs under it: a task reference or a
 // callable that must go while mu_ is held is put in graveyard_ (bury_later), and buried (released)
-// by the thread that holds mu_ right after it unlocks (unlock_and_bury). A function that needs mu_
-// held takes the holder's Lock& and checks it in debug builds (KAIROS_DCHECK).
+// by the thread that holds mu_ right after it unlocks (unlock_and_bury). The lock is checked by
+// the compiler: shard.hpp marks each field mu_ guards KAIROS_GUARDED_BY(mu_) and each function
+// that needs it held KAIROS_REQUIRES(mu_), and clang's -Wthread-safety proves every access and
+// call holds it (thread_annotations.hpp says what that does and does not cover; CI builds the
+// library so, warnings as errors). Most such functions take the holder's Lock&, to release it
+// while they wait or bury, and check it in debug builds (KAIROS_DCHECK).
 //
 // Edges (each names its partner):
 //   (AW3) bury: a task cancelled under mu_ has its awaiters resumed here, with no lock held
@@ -46,7 +50,7 @@ Shard::~Shard() = default;
 void Shard::unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave) {
   KAIROS_DCHECK(lk.owns_lock() && grave.empty());
   grave.swap(graveyard_);  // graveyard_ keeps the (empty) capacity of grave
-  lk.unlock();
+  lk.unlock(mu_);
   bury(grave);
 }
 
@@ -68,12 +72,6 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
 }
 
 // ---- what the lifecycle calls read --------------------------------------------------------------
-void Shard::notify_state_changed() {
-  wait_.wake();
-  std::lock_guard lk(mu_);
-  followers_cv_.notify_all();
-}
-
 bool Shard::idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now) {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);
@@ -102,7 +100,7 @@ ShardStats Shard::stats() const {
   // A snapshot: each count only grows and the later one read may have moved past the earlier.
   auto behind = [](std::uint64_t in, std::uint64_t out) { return in > out ? in - out : 0; };
   s.in_inbox = behind(s.submitted, inbox_.drained()) + behind(inbox_.removes_sent(), inbox_.removes_done());
-  std::lock_guard lk(mu_);
+  Lock lk(mu_);
   s.lateness = lateness_;
   return s;
 }

@@ -25,7 +25,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <thread>
@@ -42,6 +41,7 @@
 #include "inbox.hpp"
 #include "leader_wait.hpp"
 #include "overshoot_estimator.hpp"
+#include "thread_annotations.hpp"
 #include "timer_queue.hpp"
 
 namespace kairos::detail {
@@ -133,35 +133,35 @@ class Shard {
   [[nodiscard]] bool rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept;
 
   // ---- the shard's threads -------------------------------------------------------------------
-  void add_thread();       // before a thread starts (index = the count before; shard_retire.cpp)
-  void thread_not_started() noexcept;
-  void run_worker(unsigned index);  // a worker thread's life; returns when it must exit (shard_leader.cpp)
+  void add_thread() KAIROS_EXCLUDES(mu_);  // before a thread starts (index = the count before; shard_retire.cpp)
+  void thread_not_started() noexcept KAIROS_EXCLUDES(mu_);
+  void run_worker(unsigned index) KAIROS_EXCLUDES(mu_);  // a worker thread's life; returns when it must exit (shard_leader.cpp)
 
   // ---- poll mode (shard_poll.cpp): the owner's thread is the shard's one runner ---------------
   // Runs the tasks due at `now` inline, at most `limit` taken from the queue; returns how many
   // executions started. `retired`: this call found the shard finished after a shutdown and
   // settled it (once per shard; the engine then counts it like an exiting thread). A poll that
   // finds another poll of this shard in progress (a task calling poll()) returns 0.
-  std::size_t poll(std::int64_t now, std::size_t limit, bool& retired);
+  std::size_t poll(std::int64_t now, std::size_t limit, bool& retired) KAIROS_EXCLUDES(mu_);
   // The earliest deadline in the timer queue after taking in the inbox; kMaxNs if none is due
   // ever (empty, or only never-due tasks).
   // Arms the loop's wake-up there (Scheduler::next_deadline, shard_poll.cpp).
-  std::int64_t earliest_deadline();
+  std::int64_t earliest_deadline() KAIROS_EXCLUDES(mu_);
   void lower_wake(std::int64_t deadline) noexcept { wait_.lower(deadline); }
 
   // ---- lifecycle calls: any thread; each takes mu_ (shard_retire.cpp, shard.cpp) ---------------
-  void after_racing_shutdown();      // a submission that saw shutdown only after its enqueue
-  [[nodiscard]] bool make_room();    // discard_oldest: cancels the earliest pending task
-  void apply_shutdown();             // shutdown(), and a policy turned off after it
-  void take_pending(std::vector<TaskBase*>& orphans);  // shutdown_now()
-  void cancel_pending_in_place() noexcept;            // the destructor, out of memory
-  void settle_if_dead();             // the destructor, after the threads are gone
-  [[nodiscard]] bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now);  // wait_idle()
-  ShardStats stats() const;
+  void after_racing_shutdown() KAIROS_EXCLUDES(mu_);  // a submission that saw shutdown only after its enqueue
+  [[nodiscard]] bool make_room() KAIROS_EXCLUDES(mu_);  // discard_oldest: cancels the earliest pending task
+  void apply_shutdown() KAIROS_EXCLUDES(mu_);  // shutdown(), and a policy turned off after it
+  void take_pending(std::vector<TaskBase*>& orphans) KAIROS_EXCLUDES(mu_);  // shutdown_now()
+  void cancel_pending_in_place() noexcept KAIROS_EXCLUDES(mu_);  // the destructor, out of memory
+  void settle_if_dead() KAIROS_EXCLUDES(mu_);  // the destructor, after the threads are gone
+  [[nodiscard]] bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now)
+      KAIROS_EXCLUDES(mu_);  // wait_idle()
+  ShardStats stats() const KAIROS_EXCLUDES(mu_);
   void wake_leader() noexcept { wait_.wake(); }  // the leader re-examines its state and queue
-  void notify_state_changed();       // lifecycle: re-examine must_exit
-  std::size_t purge();              // purge(): drops retained cancelled tasks (shard_hooks.cpp)
-  unsigned active() const;           // threads of this shard holding a batch (active_count)
+  std::size_t purge() KAIROS_EXCLUDES(mu_);  // purge(): drops retained cancelled tasks (shard_hooks.cpp)
+  unsigned active() const KAIROS_EXCLUDES(mu_);  // threads of this shard holding a batch (active_count)
   std::uint64_t completed() const noexcept;  // executions finished (completed_task_count)
 
  private:
@@ -174,35 +174,40 @@ class Shard {
     bool refile = false;    // re-armed after it was popped: back to the queue
   };
   enum class Start { started, refile, gone };
-  using Lock = std::unique_lock<std::mutex>;
   // Graveyard entries: the task pointer, low bit set if its callable must be destroyed too.
   static constexpr std::uintptr_t kDropCallable = 1;
 
-  // A function taking `Lock& lk` needs mu_ held by that lock (checked: KAIROS_DCHECK).
+  // Who holds mu_, checked by clang (KAIROS_THREAD_SAFETY_ANALYSIS, thread_annotations.hpp):
+  // KAIROS_REQUIRES(mu_) on a function: its caller holds mu_ (most take the holder's Lock&, to
+  // release it while they wait or bury: lk.unlock(mu_) / lk.lock(mu_)); KAIROS_EXCLUDES(mu_):
+  // it takes mu_ itself, or runs user code, which never runs under mu_. The fields mu_ guards
+  // are marked KAIROS_GUARDED_BY(mu_) below.
   // shard_leader.cpp, in the order of the data path:
-  std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave);
-  bool must_exit(Lock& lk) const noexcept;
-  bool inbox_settled() const noexcept;
-  void drain(Lock& lk);
-  bool drain_all(Lock& lk);  // false: stopped early, the timer queue could not grow (inbox.hpp)
-  std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed);
-  [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept;
-  void take_in(Lock& lk, TaskBase* t);
-  void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag);
-  [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline);
-  std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave);
-  std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max);
-  bool start_stoppable(Lock& lk, TaskBase* t);
-  void run_task(Slot& slot, BatchClock& clock, unsigned runner);
-  void finish_run(TaskBase* t, bool ok);
-  void run_hooked(TaskBase* t, std::int64_t deadline);  // run_task with Options' hooks (shard_hooks.cpp)
-  void finish_one_shot(TaskBase* t, bool ok);
-  void fail_periodic(TaskBase* t);
+  std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) KAIROS_REQUIRES(mu_);
+  bool must_exit(Lock& lk) const noexcept KAIROS_REQUIRES(mu_);
+  bool inbox_settled() const noexcept KAIROS_REQUIRES(mu_);  // reads the inbox's leader half
+  void drain(Lock& lk) KAIROS_REQUIRES(mu_);
+  bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
+  std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
+  [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
+  void take_in(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) KAIROS_REQUIRES(mu_);
+  [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline) KAIROS_REQUIRES(mu_);
+  // Held on entry and exit, released while it waits.
+  std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave)
+      KAIROS_REQUIRES(mu_);
+  std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) KAIROS_REQUIRES(mu_);
+  bool start_stoppable(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  void run_task(Slot& slot, BatchClock& clock, unsigned runner) KAIROS_EXCLUDES(mu_);  // runs the task
+  void finish_run(TaskBase* t, bool ok) KAIROS_EXCLUDES(mu_);  // may report to on_uncaught
+  void run_hooked(TaskBase* t, std::int64_t deadline) KAIROS_EXCLUDES(mu_);  // run_task with Options' hooks (shard_hooks.cpp)
+  void finish_one_shot(TaskBase* t, bool ok) KAIROS_EXCLUDES(mu_);
+  void fail_periodic(TaskBase* t) KAIROS_EXCLUDES(mu_);
   void next_deadline(TaskBase* t) noexcept;
-  void after_run(Lock& lk, const Slot& slot, bool taken);
+  void after_run(Lock& lk, const Slot& slot, bool taken) KAIROS_REQUIRES(mu_);
   // shard_poll.cpp:
-  void drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound);
-  std::int64_t effective_earliest(Lock& lk);
+  void drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound) KAIROS_REQUIRES(mu_);
+  std::int64_t effective_earliest(Lock& lk) KAIROS_REQUIRES(mu_);
   // shard_rearm.cpp. The common case, a task that cannot be re-armed, is decided here inline.
   [[nodiscard]] Start try_start(TaskBase* t) noexcept {
     if (t->flags & kRearmable) return try_start_rearmable(t);
@@ -210,15 +215,15 @@ class Shard {
   }
   // t, just out of the timer queue: true if it went back in line at its newest key (or was
   // dropped after shutdown); false: it was not re-armed since it was filed.
-  [[nodiscard]] bool refiled_at_newest(Lock& lk, TaskBase* t) {
+  [[nodiscard]] bool refiled_at_newest(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_) {
     return (t->flags & kRearmable) && refile_rearmable_at_newest(lk, t);
   }
   Start try_start_rearmable(TaskBase* t) noexcept;
-  bool refile_rearmable_at_newest(Lock& lk, TaskBase* t);
-  void refile(Lock& lk, TaskBase* t);
-  [[nodiscard]] bool refiled_after_shutdown(Lock& lk, TaskBase* t);
-  bool retained_after_rearm(TaskBase* t) noexcept;
-  TaskBase* settled_head(Lock& lk);
+  bool refile_rearmable_at_newest(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  void refile(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  [[nodiscard]] bool refiled_after_shutdown(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  bool retained_after_rearm(TaskBase* t) noexcept KAIROS_REQUIRES(mu_);  // t's filed key stays put
+  TaskBase* settled_head(Lock& lk) KAIROS_REQUIRES(mu_);
   // A task's place in the queue's order: (deadline, never, seq), as filed_before compares them.
   struct Key {
     std::int64_t deadline = 0;
@@ -226,21 +231,21 @@ class Shard {
     bool never = false;
     bool operator<(const Key& o) const noexcept { return key_before(deadline, never, seq, o.deadline, o.never, o.seq); }
   };
-  static std::optional<Key> newest_key(TaskBase* t) noexcept;
+  static std::optional<Key> newest_key(TaskBase* t) noexcept;  // any thread: a snapshot
   // shard_retire.cpp:
-  void drop(Lock& lk, TaskBase* t, bool drop_callable);
-  void drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable = false);
-  [[nodiscard]] bool cancel_in_batch(Lock& lk, TaskBase* t);
-  void apply_policies(Lock& lk);
-  bool allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept;
-  void settle_after_exit(Lock& lk);
+  void drop(Lock& lk, TaskBase* t, bool drop_callable) KAIROS_REQUIRES(mu_);
+  void drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable = false) KAIROS_REQUIRES(mu_);
+  [[nodiscard]] bool cancel_in_batch(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  void apply_policies(Lock& lk) KAIROS_REQUIRES(mu_);
+  bool allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept KAIROS_REQUIRES(mu_);
+  void settle_after_exit(Lock& lk) KAIROS_REQUIRES(mu_);
   // shard.cpp: the graveyard.
-  void bury_later(TaskBase* t, bool drop_callable = false) {
+  void bury_later(TaskBase* t, bool drop_callable = false) KAIROS_REQUIRES(mu_) {
     graveyard_.push_back(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) |
                                                      (drop_callable ? kDropCallable : 0)));
   }
-  void unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave);
-  static void bury(std::vector<TaskBase*>& grave) noexcept;
+  void unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave) KAIROS_RELEASE(mu_);
+  static void bury(std::vector<TaskBase*>& grave) noexcept;  // no lock held: releases references
   // `in` tasks counted in, less cancels and departures. (CT2) acquire, pairs with (CT1) in
   // count_departed and the canceller's count (CN4): a task counted out is seen gone, with what its
   // leaving published.
@@ -251,14 +256,17 @@ class Shard {
     return p;
   }
   // (CT1) release: pairs with (CT2): a producer that sees this count sees the task gone.
-  void count_departed(std::int64_t d) noexcept { departed_.fetch_add(d, std::memory_order_release); }
+  void count_departed(std::int64_t d) noexcept KAIROS_REQUIRES(mu_) {
+    departed_.fetch_add(d, std::memory_order_release);
+  }
   // An execution runner `runner` started with no lock held (run_task). Only that runner writes
   // its counter (poll mode: the poller of the moment, one at a time under polling_ and mu_).
   void count_started(unsigned runner) noexcept {
     std::atomic<std::int64_t>& c = starts_[runner].n;
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // (CT1)
   }
-  static void bump(std::atomic<std::uint64_t>& c) noexcept {  // mu_ held: one writer
+  // ran_, cancelled_: one writer at a time, the holder of mu_ (no RMW); read without it.
+  void bump(std::atomic<std::uint64_t>& c) noexcept KAIROS_REQUIRES(mu_) {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
@@ -273,6 +281,8 @@ class Shard {
   const std::unique_ptr<StartCount[]> starts_;
 
   // -- lock-free: own lines (inbox.hpp, leader_wait.hpp) -------------------------------------
+  // inbox_'s producer half is lock-free; its leader half (drain*, the unconfirmed items) is
+  // called under mu_ only (not checked: inbox_ itself is not guarded).
   Inbox inbox_;
   LeaderWait wait_;
   // -- written by cancellers and rejected producers --------------------------------------------
@@ -280,25 +290,26 @@ class Shard {
   alignas(kCacheLine) std::atomic<std::uint64_t> removes_requested_{0};  // cancels under remove-on-cancel
   std::atomic<std::uint64_t> rejected_{0};
   // -- guarded by mu_ (atomics where others read them without it) -----------------------------
-  alignas(kCacheLine) mutable std::mutex mu_;
-  std::condition_variable followers_cv_;
-  TimerQueue queue_;
-  std::vector<TaskBase*> running_stoppable_;  // executions shutdown_now must ask to stop
+  alignas(kCacheLine) mutable Mutex mu_;
+  std::condition_variable followers_cv_;  // waited on under mu_ (a follower for the leadership)
+  TimerQueue queue_ KAIROS_GUARDED_BY(mu_);
+  std::vector<TaskBase*> running_stoppable_ KAIROS_GUARDED_BY(mu_);  // executions shutdown_now must ask to stop
   // Per worker: due tasks it popped and has not started (still kPending: a cancel, discard_oldest
   // or shutdown_now can take them); nullptr where shutdown_now took one.
-  std::vector<std::vector<TaskBase*>> staged_;
-  std::vector<TaskBase*> graveyard_;
-  bool has_leader_ = false;
-  bool polling_ = false;       // poll mode: a poll() holds the runner's role (also while unlocked)
-  bool pending_taken_ = false;  // shutdown_now() has taken this shard's pending tasks
-  unsigned running_ = 0;       // batches popped and not yet finished
-  unsigned threads_alive_ = 0;
-  std::atomic<std::int64_t> departed_{0};  // see "Counting": under mu_ (an RMW: the starts were not)
+  std::vector<std::vector<TaskBase*>> staged_ KAIROS_GUARDED_BY(mu_);
+  std::vector<TaskBase*> graveyard_ KAIROS_GUARDED_BY(mu_);
+  bool has_leader_ KAIROS_GUARDED_BY(mu_) = false;
+  bool polling_ KAIROS_GUARDED_BY(mu_) = false;  // poll mode: a poll() holds the runner's role (also while unlocked)
+  bool pending_taken_ KAIROS_GUARDED_BY(mu_) = false;  // shutdown_now() has taken this shard's pending tasks
+  unsigned running_ KAIROS_GUARDED_BY(mu_) = 0;  // batches popped and not yet finished
+  unsigned threads_alive_ KAIROS_GUARDED_BY(mu_) = 0;
+  // Written under mu_ (count_departed, bump: KAIROS_REQUIRES(mu_)), read without it.
+  std::atomic<std::int64_t> departed_{0};  // see "Counting": an RMW (the starts were not)
   std::atomic<std::uint64_t> ran_{0};
   std::atomic<std::uint64_t> cancelled_{0};
-  std::atomic<std::uint64_t> periodic_failures_{0};
-  LatencyHistogram lateness_;
-  AdaptiveWindow adaptive_{engine_.opt.wait};  // the spin window: leader-written (wait_for)
+  std::atomic<std::uint64_t> periodic_failures_{0};  // the runners, no lock: a relaxed RMW
+  LatencyHistogram lateness_ KAIROS_GUARDED_BY(mu_);  // after_run records, stats() copies
+  AdaptiveWindow adaptive_{engine_.opt.wait};  // the spin window: leader-written (wait_for, mu_ released)
 };
 
 // The lines written by producers, by cancellers and under mu_ do not share a line.

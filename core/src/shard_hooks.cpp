@@ -83,7 +83,7 @@ std::size_t Shard::purge() {
 std::uint64_t Shard::completed() const noexcept { return ran_.load(std::memory_order_relaxed); }
 
 unsigned Shard::active() const {
-  std::lock_guard lk(mu_);
+  Lock lk(mu_);
   return running_;
 }
 

@@ -60,7 +60,7 @@ void Shard::run_worker(unsigned index) {
   Slot batch[kMaxBatch];
   const bool followers = engine_.opt.threads_per_shard > 1;
   for (;;) {
-    while (has_leader_ && !must_exit(lk)) followers_cv_.wait(lk);
+    while (has_leader_ && !must_exit(lk)) followers_cv_.wait(lk.native());
     if (must_exit(lk)) break;
     has_leader_ = true;
     std::size_t n = lead(lk, batch, grave);
@@ -145,14 +145,29 @@ bool Shard::inbox_settled() const noexcept {
 }
 
 // ---- drain: the inbox's consumer half -----------------------------------------------------------
+// The inbox calls these back at once, on this thread: under mu_.
 void Shard::drain(Lock& lk) {
-  inbox_.drain([&](std::span<TaskBase* const> confirmed) { return take_in_all(lk, confirmed); },
-               [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
+  inbox_.drain(
+      [&](std::span<TaskBase* const> confirmed) {
+        mu_.assert_held();
+        return take_in_all(lk, confirmed);
+      },
+      [&](TaskBase* t, std::uintptr_t tag) {
+        mu_.assert_held();
+        apply_request(lk, t, tag);
+      });
 }
 
 bool Shard::drain_all(Lock& lk) {
-  return inbox_.drain_all([&](std::span<TaskBase* const> confirmed) { return take_in_all(lk, confirmed); },
-                          [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
+  return inbox_.drain_all(
+      [&](std::span<TaskBase* const> confirmed) {
+        mu_.assert_held();
+        return take_in_all(lk, confirmed);
+      },
+      [&](TaskBase* t, std::uintptr_t tag) {
+        mu_.assert_held();
+        apply_request(lk, t, tag);
+      });
 }
 
 // ---- take in: inbox -> timer queue --------------------------------------------------------------
@@ -314,7 +329,7 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
     else if (!woken && !forever) reached = steady_now_ns();  // sleep mode: the futex timed out
   }
   wait_.disarm();
-  lk.lock();
+  lk.lock(mu_);
   return reached;
 }
 

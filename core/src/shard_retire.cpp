@@ -123,7 +123,8 @@ void Shard::apply_policies(Lock& lk) {
   KAIROS_DCHECK(lk.owns_lock());
   if (engine_.state() >= RunState::kShutdownNow) return;
   std::int64_t now = engine_.now_ns();
-  auto refused = [&](TaskBase* t) {
+  auto refused = [&](TaskBase* t) {  // the lambdas here run at once, on this thread: under mu_
+    mu_.assert_held();
     std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;  // (TI2)
     return s == kCancelled || !allowed_after_shutdown(lk, t, now);
   };
@@ -137,7 +138,10 @@ void Shard::apply_policies(Lock& lk) {
     });
     return;
   }
-  queue_.remove_if(refused, [&](TaskBase* t) { drop_cancelled(lk, t, transition(t, kPending, kCancelled)); });
+  queue_.remove_if(refused, [&](TaskBase* t) {
+    mu_.assert_held();
+    drop_cancelled(lk, t, transition(t, kPending, kCancelled));
+  });
   // A task waiting in a runner's batch was due when it was popped, and stays allowed; one
   // re-armed there since (to later: it is no longer due) is judged at its newest key, as in the
   // queue: refused, it is cancelled before shutdown() returns, its callable and awaiters
@@ -178,6 +182,7 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);
   auto take = [&](TaskBase* t) {
+    mu_.assert_held();  // called at once, on this thread
     if (transition(t, kPending, kOrphan)) {  // (RT1) waits out a re-arm in progress (kRearming)
       // No re-arm after kOrphan; the acquire of that CAS sees the last one's keys (RA2).
       if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();
@@ -230,7 +235,7 @@ void Shard::cancel_pending_in_place() noexcept {
 
 // ---- settle: the one exit -----------------------------------------------------------------------
 void Shard::add_thread() {
-  std::lock_guard lk(mu_);
+  Lock lk(mu_);
   ++threads_alive_;
 }
 
@@ -264,7 +269,10 @@ void Shard::settle_if_dead() {
 void Shard::settle_after_exit(Lock& lk) {
   KAIROS_DCHECK(lk.owns_lock() && threads_alive_ == 0);
   // No order is needed here: everything left is cancelled, in place (no list of them is built).
-  auto drop_one = [&](TaskBase* t) { drop_cancelled(lk, t, transition(t, kPending, kCancelled)); };
+  auto drop_one = [&](TaskBase* t) {  // the lambdas here run at once, on this thread: under mu_
+    mu_.assert_held();
+    drop_cancelled(lk, t, transition(t, kPending, kCancelled));
+  };
   (void)reserve_graveyard(queue_.size() + inbox_.unconfirmed_count());
   inbox_.take_unconfirmed(drop_one);
   do {
@@ -273,7 +281,10 @@ void Shard::settle_after_exit(Lock& lk) {
           for (TaskBase* t : confirmed) drop_one(t);
           return confirmed.size();
         },
-        [&](TaskBase* t, std::uintptr_t tag) { apply_request(lk, t, tag); });
+        [&](TaskBase* t, std::uintptr_t tag) {
+          mu_.assert_held();
+          apply_request(lk, t, tag);
+        });
   } while (inbox_.has_unconfirmed());
   queue_.remove_if([](TaskBase*) { return true; }, drop_one);
 }

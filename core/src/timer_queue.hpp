@@ -136,12 +136,6 @@ class TimerQueue {
     for (const SortedRun& r : runs_) r.for_each(fn);
   }
 
-  void clear() noexcept {
-    heap_.clear();
-    for (SortedRun& r : runs_) r.clear();
-    first_ = kNoRun;
-  }
-
   const TimerHeap& heap() const noexcept { return heap_; }
   const SortedRun& run(unsigned id) const noexcept { return runs_[id]; }
   std::size_t in_runs() const noexcept { return size() - heap_.size(); }
