@@ -512,7 +512,7 @@ class BasicPacer {
     const std::uint64_t n = s.tallies.size();
     Slot& slot = s.slots[w];
     // No call before the scheduler accepted the run (or the run is stopped): a refused run
-    // makes no call at all. (PB2) acquire, pairs with (PB1): intended0 and the rest of the
+    // makes no call at all. (PC4) acquire, pairs with (PC3): intended0 and the rest of the
     // run's setup were written before.
     s.begun.wait(false, std::memory_order_acquire);
     for (std::uint64_t j = 0;; ++j) {
@@ -628,7 +628,7 @@ class BasicPacer {
     if (future.is_done())
       throw CancelledError("kairos::Pacer: the scheduler refused the run (its future is cancelled)");
     if (n > 1) {
-      s.begun.store(true, std::memory_order_release);  // (PB1) pairs with (PB2) in worker()
+      s.begun.store(true, std::memory_order_release);  // (PC3) pairs with (PC4) in worker()
       s.begun.notify_all();
     }
 
