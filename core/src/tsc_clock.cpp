@@ -46,6 +46,14 @@ constinit TscClock<HardwareTicks> g_submit_clock;
 
 TscClock<HardwareTicks>& process_submit_clock() noexcept { return g_submit_clock; }
 
-std::int64_t submit_now_ns() noexcept { return g_submit_clock.now(); }
+// A measurement-only build (CMake KAIROS_SUBMIT_CLOCK_GETTIME=ON) answers with clock_gettime
+// itself: the A/B that decides whether the counter path pays for itself (PERF.md).
+std::int64_t submit_now_ns() noexcept {
+#if defined(KAIROS_SUBMIT_CLOCK_GETTIME)
+  return steady_now_ns();
+#else
+  return g_submit_clock.now();
+#endif
+}
 
 }  // namespace kairos::detail
