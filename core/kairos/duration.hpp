@@ -57,5 +57,18 @@ constexpr std::int64_t sub_saturated(std::int64_t a, std::int64_t b) noexcept {
   return r;
 }
 
+// A deadline `delay` after `now` (delay >= 0), as every submission and re-arm computes it:
+// `never` past the clock's range, or for a delay of kMaxNs (Duration::max(), hours::max()); a
+// deadline exactly at the end of a ManualClock's time is due then.
+struct DeadlineNs {
+  std::int64_t ns;
+  bool never;
+};
+constexpr DeadlineNs deadline_after_ns(std::int64_t now, std::int64_t delay) noexcept {
+  std::int64_t r;
+  if (__builtin_add_overflow(now, delay, &r) || delay == kMaxNs) return {kMaxNs, true};
+  return {r, false};
+}
+
 }  // namespace detail
 }  // namespace kairos

@@ -144,9 +144,8 @@ class ScheduledFuture {
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;
     std::int64_t now = clock_ ? clock_->now_ns() : detail::submit_now_ns();  // never below the clock
-    std::int64_t deadline;
-    bool never = __builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs;
-    return detail::rearm_task(node_, core_, never ? detail::kMaxNs : deadline, never);
+    const detail::DeadlineNs deadline = detail::deadline_after_ns(now, d);
+    return detail::rearm_task(node_, core_, deadline.ns, deadline.never);
   }
   // rearm() to an absolute deadline on the task's scheduler's clock, for a loop that already
   // read that clock (one clock read per message instead of two): the same contract, the same

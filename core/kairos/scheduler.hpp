@@ -300,12 +300,10 @@ class BasicScheduler {
   Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;  // a negative delay means "as soon as possible" (Java normalises to 0)
-    std::int64_t now = core_->submit_now();  // never below the clock at this call
-    std::int64_t deadline;
     // Past the clock's range (or Duration::max()): never. Exactly at the end of a ManualClock's
-    // time: due then.
-    if (__builtin_add_overflow(now, d, &deadline) || d == detail::kMaxNs) return {detail::kMaxNs, true};
-    return {deadline, false};
+    // time: due then. The "now" is never below the clock at this call.
+    const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->submit_now(), d);
+    return {deadline.ns, deadline.never};
   }
 
   template <bool Rearmable = false, class F>

@@ -204,18 +204,16 @@ void Engine::run_in_caller(TaskBase* t, Shard& sh) {
     release(t);
     return;
   }
-  auto* p = static_cast<PeriodicBase*>(t);
-  std::int64_t next;
-  bool never = __builtin_add_overflow(t->flags & kFixedDelay ? now_ns() : t->deadline, p->period, &next);
+  const NextRun next = next_run(t, [this] { return now_ns(); });
   if (!transition(t, kRunning, kPending)) {  // cancelled during its run
     t->ops->drop_callable(t);
     release(t);
     return;
   }
   // A periodic re-queue is never rejected: enqueue without the capacity check.
-  std::atomic_ref<std::int64_t>(t->deadline).store(never ? kMaxNs : next, std::memory_order_relaxed);
+  std::atomic_ref<std::int64_t>(t->deadline).store(next.ns, std::memory_order_relaxed);
   sh.admit_unchecked();
-  const bool callback_owed = sh.publish(t, sh.inbox().take_seq(), never);
+  const bool callback_owed = sh.publish(t, sh.inbox().take_seq(), next.never);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
   if (callback_owed) run_wake_callback();
 }

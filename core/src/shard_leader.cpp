@@ -441,14 +441,11 @@ void Shard::fail_periodic(TaskBase* t) {
 // The runner owns t's deadline and seq between pop and re-queue; delay() reads the deadline
 // through an atomic_ref (relaxed: a snapshot).
 void Shard::next_deadline(TaskBase* t) noexcept {
-  auto* p = static_cast<PeriodicBase*>(t);
-  std::int64_t next;
-  bool never = __builtin_add_overflow(t->flags & kFixedDelay ? engine_.now_ns() : t->deadline, p->period, &next);
-  if (never) next = kMaxNs;
+  const NextRun next = next_run(t, [this] { return engine_.now_ns(); });
   // A first run due "never" can only have been a caller_runs one; the next has a real time.
   // Relaxed atomic stores: lifecycle calls read both as a snapshot (newest_key) without the lock.
-  std::atomic_ref<std::uint8_t>(t->never).store(never ? 1 : 0, std::memory_order_relaxed);
-  std::atomic_ref<std::int64_t>(t->deadline).store(next, std::memory_order_relaxed);
+  std::atomic_ref<std::uint8_t>(t->never).store(next.never ? 1 : 0, std::memory_order_relaxed);
+  std::atomic_ref<std::int64_t>(t->deadline).store(next.ns, std::memory_order_relaxed);
 }
 
 // ---- after the run: re-queue or bury, under mu_ -------------------------------------------------

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <new>
 #include <stop_token>
 #include <type_traits>
@@ -278,6 +279,22 @@ inline std::exception_ptr& stored_error(TaskBase* t) noexcept {
 struct PeriodicBase : TaskBase {
   std::int64_t period = 0;  // fixed rate: deadline += period; fixed delay: end of run + period
 };
+
+// A periodic task's next deadline, the one rule for every runner (a scheduler thread, a poll,
+// caller_runs): fixed rate, the deadline it ran for + period; fixed delay, the end of its run
+// (`now()`, read only then) + period. `never`: past the clock's range (ns is then kMaxNs).
+struct NextRun {
+  std::int64_t ns;
+  bool never;
+};
+template <class Now>
+NextRun next_run(const TaskBase* t, Now&& now) noexcept {
+  NextRun r{};
+  r.never = __builtin_add_overflow(t->flags & kFixedDelay ? now() : t->deadline,
+                                   static_cast<const PeriodicBase*>(t)->period, &r.ns);
+  if (r.never) r.ns = std::numeric_limits<std::int64_t>::max();
+  return r;
+}
 
 // A re-armable one-shot task: the deadline rearm() asked for last, and the sequence number it
 // took then (FIFO among equal deadlines by re-arm order). Written by the re-armer and read by
