@@ -44,9 +44,10 @@ objdump -p "$kit" | grep -E 'NEEDED +libz[.]so' > /dev/null || { echo "libkairos
 mkdir -p "$scratch/consumer"
 "$cxx" -std=c++20 -pthread -fkeep-inline-functions -I"$scratch/prefix/include" -c "$src/tests/api/api_check.cpp" \
        -o "$scratch/consumer/api_check.o"
+# (api_check covers the latency kit too: its inline code calls into libkairos-latency.)
 "$cxx" -std=c++20 -pthread -I"$scratch/prefix/include" "$src/tests/install/consumer/main.cpp" \
        "$scratch/consumer/api_check.o" -o "$scratch/consumer/consumer" \
-       -L"$(dirname "$lib")" -lkairos -Wl,-rpath,"$(dirname "$lib")" -Wl,--no-undefined
+       -L"$(dirname "$lib")" -lkairos-latency -lkairos -Wl,-rpath,"$(dirname "$lib")" -Wl,--no-undefined
 ldd "$scratch/consumer/consumer" | grep "libkairos.so.$soversion" > /dev/null || { echo "consumer did not link the .so"; exit 1; }
 "$scratch/consumer/consumer"
 "$cxx" -std=c++20 -pthread -I"$scratch/prefix/include" "$src/tests/install/consumer/latency.cpp" \

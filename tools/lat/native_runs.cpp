@@ -9,8 +9,10 @@
 
 #include <kairos/hdr_codec.hpp>
 
+#if !defined(KAIROS_LAT_NO_ASIO)  // built without Boost: no Asio peers (tools/lat/CMakeLists.txt)
 #include <peers/asio_inline_system.hpp>
 #include <peers/asio_system.hpp>
+#endif
 #include <peers/naive_stpe_system.hpp>
 #include <workloads/kairos_loop_system.hpp>
 #include <workloads/kairos_poll_system.hpp>
@@ -118,10 +120,16 @@ nlohmann::ordered_json run_native(const SystemSpec& s, const std::string& worklo
   switch (s.kind) {
     case Kind::kairos: r = run_on<perf::KairosSystem>(s, workload, sizes, progress); break;
     case Kind::naive_stpe: r = run_on<perf::NaiveStpeSystem>(s, workload, sizes, progress); break;
+#if !defined(KAIROS_LAT_NO_ASIO)
     case Kind::asio: r = run_on<perf::AsioSystem>(s, workload, sizes, progress); break;
+    case Kind::asio_inline: r = run_on<perf::AsioInlineSystem>(s, workload, sizes, progress); break;
+#else
+    case Kind::asio:
+    case Kind::asio_inline:
+      throw std::invalid_argument("kairos-lat: built without Boost.Asio (libboost-dev): no " + s.label);
+#endif
     case Kind::kairos_poll: r = run_on<perf::KairosPollSystem>(s, workload, sizes, progress); break;
     case Kind::kairos_loop: r = run_on<perf::KairosLoopSystem>(s, workload, sizes, progress); break;
-    case Kind::asio_inline: r = run_on<perf::AsioInlineSystem>(s, workload, sizes, progress); break;
     case Kind::kernel:
       if (workload != "W3") throw std::invalid_argument("kairos-lat: kernel-nanosleep runs W3 only");
       if (s.warm) {  // its own kind of warm-up: the same pass of sleeping threads
