@@ -186,6 +186,20 @@ class Shard {
   std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) KAIROS_REQUIRES(mu_);
   bool must_exit(Lock& lk) const noexcept KAIROS_REQUIRES(mu_);
   bool inbox_settled() const noexcept KAIROS_REQUIRES(mu_);  // reads the inbox's leader half
+  // The inbox's two callbacks for a drain under mu_: confirmed submissions into the timer queue,
+  // requests (remove, refile) applied. The inbox calls them back at once, on this thread.
+  auto take_in_callback(Lock& lk) KAIROS_REQUIRES(mu_) {
+    return [this, &lk](std::span<TaskBase* const> confirmed) {
+      mu_.assert_held();
+      return take_in_all(lk, confirmed);
+    };
+  }
+  auto request_callback(Lock& lk) KAIROS_REQUIRES(mu_) {
+    return [this, &lk](TaskBase* t, std::uintptr_t tag) {
+      mu_.assert_held();
+      apply_request(lk, t, tag);
+    };
+  }
   void drain(Lock& lk) KAIROS_REQUIRES(mu_);
   bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);

@@ -146,29 +146,9 @@ bool Shard::inbox_settled() const noexcept {
 
 // ---- drain: the inbox's consumer half -----------------------------------------------------------
 // The inbox calls these back at once, on this thread: under mu_.
-void Shard::drain(Lock& lk) {
-  inbox_.drain(
-      [&](std::span<TaskBase* const> confirmed) {
-        mu_.assert_held();
-        return take_in_all(lk, confirmed);
-      },
-      [&](TaskBase* t, std::uintptr_t tag) {
-        mu_.assert_held();
-        apply_request(lk, t, tag);
-      });
-}
+void Shard::drain(Lock& lk) { inbox_.drain(take_in_callback(lk), request_callback(lk)); }
 
-bool Shard::drain_all(Lock& lk) {
-  return inbox_.drain_all(
-      [&](std::span<TaskBase* const> confirmed) {
-        mu_.assert_held();
-        return take_in_all(lk, confirmed);
-      },
-      [&](TaskBase* t, std::uintptr_t tag) {
-        mu_.assert_held();
-        apply_request(lk, t, tag);
-      });
-}
+bool Shard::drain_all(Lock& lk) { return inbox_.drain_all(take_in_callback(lk), request_callback(lk)); }
 
 // ---- take in: inbox -> timer queue --------------------------------------------------------------
 // Growth happens here, before a task is taken in, and nowhere else on the runner's paths: the

@@ -138,16 +138,7 @@ std::int64_t Shard::effective_earliest(Lock& lk) {
 }
 
 void Shard::drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound) {
-  inbox_.drain_through(
-      counted, seq_bound,
-      [&](std::span<TaskBase* const> confirmed) {
-        mu_.assert_held();  // called back at once, on this thread
-        return take_in_all(lk, confirmed);
-      },
-      [&](TaskBase* t, std::uintptr_t tag) {
-        mu_.assert_held();
-        apply_request(lk, t, tag);
-      });
+  inbox_.drain_through(counted, seq_bound, take_in_callback(lk), request_callback(lk));
 }
 
 }  // namespace kairos::detail

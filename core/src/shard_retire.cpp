@@ -281,10 +281,7 @@ void Shard::settle_after_exit(Lock& lk) {
           for (TaskBase* t : confirmed) drop_one(t);
           return confirmed.size();
         },
-        [&](TaskBase* t, std::uintptr_t tag) {
-          mu_.assert_held();
-          apply_request(lk, t, tag);
-        });
+        request_callback(lk));
   } while (inbox_.has_unconfirmed());
   queue_.remove_if([](TaskBase*) { return true; }, drop_one);
 }
