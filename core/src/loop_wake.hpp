@@ -59,7 +59,6 @@ class LoopWake {
   void signal() noexcept {
     if (post()) run_callback();
   }
-  bool has_callback() const noexcept { return static_cast<bool>(on_wake_); }
   // Reads the fd back to 0 if a post is unconsumed (see above); no system call otherwise.
   void consume() noexcept;
   std::uint64_t signalled() const noexcept { return posted_.load(std::memory_order_relaxed); }

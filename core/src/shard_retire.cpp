@@ -145,16 +145,18 @@ void Shard::apply_policies(Lock& lk) {
   // A task waiting in a runner's batch was due when it was popped, and stays allowed; one
   // re-armed there since (to later: it is no longer due) is judged at its newest key, as in the
   // queue: refused, it is cancelled before shutdown() returns, its callable and awaiters
-  // released after mu_ under a reference of ours (bury), its node by its runner.
-  auto rearmed_in_batch = [](TaskBase* t) {
-    if (!(t->flags & kRearmable)) return false;
-    std::optional<Key> k = newest_key(t);  // nullopt: no longer pending
-    return k && (k->deadline != t->deadline || k->never != (t->never != 0));
-  };
+  // released after mu_ under a reference of ours (bury), its node by its runner. Only a
+  // re-armable task can have moved, and only a delayed one can be refused: one read of its keys.
+  if (engine_.exec_delayed.load(std::memory_order_acquire)) return;  // (PO2) delayed tasks stay
   for (const std::vector<TaskBase*>& staged : staged_)
     for (TaskBase* t : staged) {
-      if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
-      if (!rearmed_in_batch(t) || allowed_after_shutdown(lk, t, now) || !cancel_in_batch(lk, t)) continue;
+      if (t == nullptr || !(t->flags & kRearmable)) continue;
+      const std::optional<Key> k = newest_key(t);  // nullopt: no longer pending
+      // The filed key as a snapshot: its runner adopts a re-arm without mu_ (try_start), and
+      // then refiles it itself, judged again at that key (refiled_after_shutdown).
+      const bool moved = k && (k->deadline != std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed) ||
+                               k->never != (std::atomic_ref<std::uint8_t>(t->never).load(std::memory_order_relaxed) != 0));
+      if (!moved || (k->deadline <= now && !k->never) || !cancel_in_batch(lk, t)) continue;
       add_ref(t);
       bury_later(t, /*drop_callable=*/true);
     }
