@@ -36,6 +36,7 @@
 #include <kairos/coro.hpp>
 #include <kairos/kairos.hpp>
 
+#include "detached.hpp"
 #include "support.hpp"
 
 namespace {
@@ -288,16 +289,7 @@ struct Capture {
   void operator()() const {}
 };
 
-// An eager coroutine that owns its frame (destroyed when it ends).
-struct Detached {
-  struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
+using kairos_test::Detached;  // the smallest coroutine type (tests/support/detached.hpp)
 Detached sleeper(Cell& x, kairos::Duration d, std::stop_token token) {
   try {
     co_await kairos::sleep_for(*x.s, d, std::move(token));

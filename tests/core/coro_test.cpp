@@ -23,6 +23,7 @@
 #include <kairos/coro.hpp>
 #include <kairos/kairos.hpp>
 
+#include "detached.hpp"
 #include "support.hpp"
 
 // Counts every operator new of the process (the no-allocation test reads it around its sleeps).
@@ -64,16 +65,7 @@ using kairos_test::ManualScheduler;
 using kairos_test::Recorder;
 using Polled = kairos::BasicScheduler<ManualClock>;  // never the suite's polling wrapper
 
-// The smallest coroutine type: starts at once, nobody awaits it, its frame ends with it.
-struct Detached {
-  struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
+using kairos_test::Detached;  // the smallest coroutine type (tests/support/detached.hpp)
 
 // A coroutine type that owns its frame (like a lazy task): destroying it destroys the frame,
 // also while it is suspended.
