@@ -125,7 +125,7 @@ void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
   std::uint64_t seq;
   const std::size_t cap = state_.opt.capacity;
   if (cap == 0) {
-    seq = sh.inbox().take_seq();  // (IN1)
+    seq = sh.take_seq();  // (IN1)
   } else {
     // Counted by what is pending (Shard::try_admit), not by sequence numbers in flight: a
     // re-arm racing this submission takes a seq but no place. Unsigned: a capacity of 2^63 or
@@ -137,7 +137,7 @@ void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
       }
       return reject(t, sh, true);
     }
-    seq = sh.inbox().take_seq();  // (IN1)
+    seq = sh.take_seq();  // (IN1)
   }
   const bool callback_owed = sh.publish(t, seq, never);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
@@ -213,7 +213,7 @@ void Engine::run_in_caller(TaskBase* t, Shard& sh) {
   // A periodic re-queue is never rejected: enqueue without the capacity check.
   std::atomic_ref<std::int64_t>(t->deadline).store(next.ns, std::memory_order_relaxed);
   sh.admit_unchecked();
-  const bool callback_owed = sh.publish(t, sh.inbox().take_seq(), next.never);
+  const bool callback_owed = sh.publish(t, sh.take_seq(), next.never);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
   if (callback_owed) run_wake_callback();
 }

@@ -65,6 +65,20 @@ class Inbox {
   // passes) and a pass more: draining never grows it, so it never allocates on the leader.
   Inbox() : queue_(kInitialCapacity), tokens_(queue_), pass_buffer_(new TaskBase*[kWideChunk]) {
     unconfirmed_.reserve(kChunk * (kMaxPasses + 2));
+    // Test seam: the sequence starts where a test put it (near 2^32, or a restamp period's
+    // end), counted as taken and abandoned, so every count starts at zero as usual.
+    const std::uint64_t first = g_first_seq_for_testing.load(std::memory_order_relaxed);  // a test switch
+    next_seq_.store(first, std::memory_order_relaxed);
+    abandoned_.store(first, std::memory_order_relaxed);
+  }
+  // Test seams (tests/core/fifo_test.cpp, through Shard::skip_seqs_for_testing): where the next
+  // inbox's sequence starts, and n sequence numbers taken at once, as n submissions refused at
+  // once would (IN1, IN4).
+  static inline std::atomic<std::uint64_t> g_first_seq_for_testing{0};
+  std::uint64_t skip_for_testing(std::uint64_t n) noexcept {
+    const std::uint64_t s = next_seq_.fetch_add(n, std::memory_order_seq_cst);  // (IN1)
+    abandoned_.fetch_add(n, std::memory_order_seq_cst);                         // (IN4)
+    return s;
   }
 
   // -- producers -----------------------------------------------------------------------------

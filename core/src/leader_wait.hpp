@@ -101,6 +101,20 @@ class LeaderWait {
   // Poll mode: the loop's wake-up, set once before any producer runs (the shard's constructor).
   void set_loop_wake(LoopWake* w) noexcept { loop_wake_ = w; }
   std::uint64_t loop_wakes() const noexcept { return loop_wakes_.load(std::memory_order_relaxed); }
+  // A restamp pass is asked for (restamp.hpp): by the producer that took the first sequence
+  // number of a period (Shard::take_seq); the leader wakes and runs it at its next look.
+  // (RN1) relaxed store, then wake() (LW7): a leader woken by it reads the flag after its
+  // acquire of the wake word (LW6/LW10), so it sees the flag -> pairs with (RN2).
+  void ask_restamp() noexcept {
+    restamp_asked_.store(true, std::memory_order_relaxed);  // (RN1)
+    wake();
+  }
+  // (RN2) the leader: a relaxed load, on the line it reads for LW1 anyway; the exchange only when
+  // asked (once in 2^28 submissions) -> pairs with (RN1). The pass reads the sequence itself, so
+  // nothing else needs to travel with the flag.
+  bool take_restamp_request() noexcept {
+    return restamp_asked_.load(std::memory_order_relaxed) && restamp_asked_.exchange(false, std::memory_order_relaxed);  // (RN2)
+  }
   // Makes the leader re-examine everything (time moved, state changed, the inbox filled up).
   void wake() noexcept {
     wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (LW7) pairs with (LW6)
@@ -111,6 +125,7 @@ class LeaderWait {
   alignas(kCacheLine) std::atomic<std::int64_t> armed_{kAwake};
   std::atomic<std::uint32_t> wake_word_{0};
   std::atomic<bool> sleeping_{false};
+  std::atomic<bool> restamp_asked_{false};  // RN1/RN2
   LoopWake* loop_wake_ = nullptr;  // read-only once producers run
   std::atomic<std::uint64_t> loop_wakes_{0};
 };

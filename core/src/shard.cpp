@@ -39,12 +39,16 @@ Shard::Shard(const EngineState& engine, unsigned index)
       starts_(std::make_unique<StartCount[]>(runners_)) {
   staged_.resize(runners_);
   graveyard_.reserve(2 * kMaxBatch);
+  g_newest_for_testing.store(this, std::memory_order_relaxed);  // a test seam
   if (engine.loop_wake) wait_.set_loop_wake(engine.loop_wake.get());  // before any producer
   (void)tsc_is_clocksource();  // its one file read here, not in a runner's first batch
   BatchClock::anchor();         // the lateness clock's rate is measured from here
 }
 
-Shard::~Shard() = default;
+Shard::~Shard() {
+  Shard* self = this;
+  g_newest_for_testing.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);  // a test seam
+}
 
 // ---- the graveyard ------------------------------------------------------------------------------
 void Shard::unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave) {

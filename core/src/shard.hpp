@@ -41,6 +41,7 @@
 #include "inbox.hpp"
 #include "leader_wait.hpp"
 #include "overshoot_estimator.hpp"
+#include "restamp.hpp"
 #include "thread_annotations.hpp"
 #include "timer_queue.hpp"
 
@@ -104,6 +105,28 @@ class Shard {
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
   // True: it woke a poll-mode loop whose Options::on_wake the caller owes (LoopWake::run_callback,
   // once it holds nothing of kairos).
+  // A sequence number for a submission or a re-arm (IN1). The first one of each restamp period
+  // (restamp.hpp) but the very first asks the leader for a restamp pass (RN1): a test and a
+  // branch on the value the RMW returned, nothing more on the other 2^28 - 1.
+  std::uint64_t take_seq() noexcept {
+    const std::uint64_t s = inbox_.take_seq();  // (IN1)
+    if ((s & (kRestampEvery - 1)) == 0 && s != 0) [[unlikely]] wait_.ask_restamp();  // (RN1)
+    return s;
+  }
+  // Test seams (tests/core/fifo_test.cpp): the newest shard built, its sequence moved on by n
+  // (a period at a time, each asking for its pass as take_seq would), and the passes run.
+  static inline std::atomic<Shard*> g_newest_for_testing{nullptr};
+  void skip_seqs_for_testing(std::uint64_t n) noexcept {
+    while (n > 0) {
+      const std::uint64_t chunk = std::min(n, kRestampEvery - (inbox_.seqs_taken() & (kRestampEvery - 1)));
+      if (const std::uint64_t s = inbox_.skip_for_testing(chunk); (s & (kRestampEvery - 1)) == 0 && s != 0)
+        wait_.ask_restamp();  // (RN1)
+      n -= chunk;
+    }
+  }
+  std::uint64_t restamps_for_testing() const noexcept { return restamps_.load(std::memory_order_relaxed); }
+  std::uint64_t seqs_taken_for_testing() const noexcept { return inbox_.seqs_taken(); }
+
   [[nodiscard]] bool publish(TaskBase* t, std::uint64_t seq, bool never) {
     t->seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
     t->never = never;
@@ -206,6 +229,13 @@ class Shard {
   [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
   void take_in(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
   void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) KAIROS_REQUIRES(mu_);
+  // shard_restamp.cpp: the order stamps renumbered before they leave the modular window.
+  // Before anything compares order stamps under mu_ (the leader's pass, a poll, next_deadline,
+  // every drain): the pass, if a producer asked for it (RN2) or the last one could not run.
+  void restamp_if_due(Lock& lk) KAIROS_REQUIRES(mu_) {
+    if (wait_.take_restamp_request() || restamp_due_) [[unlikely]] restamp(lk);
+  }
+  void restamp(Lock& lk) KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline) KAIROS_REQUIRES(mu_);
   // Held on entry and exit, released while it waits.
   std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave)
@@ -317,6 +347,10 @@ class Shard {
   bool pending_taken_ KAIROS_GUARDED_BY(mu_) = false;  // shutdown_now() has taken this shard's pending tasks
   unsigned running_ KAIROS_GUARDED_BY(mu_) = 0;  // batches popped and not yet finished
   unsigned threads_alive_ KAIROS_GUARDED_BY(mu_) = 0;
+  // The restamp pass (shard_restamp.cpp): one asked for could not run yet (no memory), and how
+  // many ran (tests).
+  bool restamp_due_ KAIROS_GUARDED_BY(mu_) = false;
+  std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it
   // Written under mu_ (count_departed, bump: KAIROS_REQUIRES(mu_)), read without it.
   std::atomic<std::int64_t> departed_{0};  // see "Counting": an RMW (the starts were not)
   std::atomic<std::uint64_t> ran_{0};

@@ -103,6 +103,7 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     // ends the wait it leads to at once. Read after the clock or the queue, it could swallow a
     // ManualClock::advance that came between: the leader would then sleep for ever.
     const std::uint32_t w = wait_.wake_epoch();
+    restamp_if_due(lk);  // (RN2) before anything is popped: a producer may have asked meanwhile
     const std::int64_t reached_at = std::exchange(reached, kMinNs);
     if (reached_at == kMinNs) drain(lk);
     if (must_exit(lk)) return 0;
@@ -146,9 +147,18 @@ bool Shard::inbox_settled() const noexcept {
 
 // ---- drain: the inbox's consumer half -----------------------------------------------------------
 // The inbox calls these back at once, on this thread: under mu_.
-void Shard::drain(Lock& lk) { inbox_.drain(take_in_callback(lk), request_callback(lk)); }
+// Each ends with the restamp pass if one is asked for (shard_restamp.cpp): whoever drains goes on
+// to compare order stamps.
+void Shard::drain(Lock& lk) {
+  inbox_.drain(take_in_callback(lk), request_callback(lk));
+  restamp_if_due(lk);
+}
 
-bool Shard::drain_all(Lock& lk) { return inbox_.drain_all(take_in_callback(lk), request_callback(lk)); }
+bool Shard::drain_all(Lock& lk) {
+  const bool all = inbox_.drain_all(take_in_callback(lk), request_callback(lk));
+  restamp_if_due(lk);
+  return all;
+}
 
 // ---- take in: inbox -> timer queue --------------------------------------------------------------
 // Growth happens here, before a task is taken in, and nowhere else on the runner's paths: the

@@ -59,7 +59,7 @@ bool rearm_task(TaskBase* t, SchedulerCore* core, std::int64_t deadline, bool ne
 bool Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept {
   KAIROS_DCHECK((t->state.load(std::memory_order_relaxed) & kStateMask) == kRearming);
   auto* r = static_cast<RearmBase*>(t);
-  std::uint64_t seq = inbox_.take_seq();  // (IN1)
+  std::uint64_t seq = take_seq();  // (IN1; RN1 once a period)
   std::atomic_ref<std::int64_t>(r->latest_deadline).store(never ? kMaxNs : deadline, std::memory_order_relaxed);
   r->latest_seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
   r->latest_never = never;

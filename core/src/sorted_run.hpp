@@ -192,6 +192,13 @@ class SortedRun {
     live_ = 0;
   }
 
+  // The order stamps were renumbered in place, their order kept (restamp.hpp): the cached keys
+  // are read again (the back's) or forgotten (a refusal's).
+  void restamped() noexcept {
+    refused_below_ = false;
+    if (live_ != 0) back_seq_ = ring_[slot(tail_ - 1)]->seq;
+  }
+
   // Slots in the ring (tests: the bound on holes).
   std::size_t capacity() const noexcept { return ring_.size(); }
 

@@ -79,6 +79,7 @@ class TimerQueue {
   // Files t by the rules above. No result: a caller that needs to know whether t became the
   // earliest compares it with top().
   void push(TaskBase* t) {
+#if !defined(KAIROS_NO_SORTED_RUNS)  // a measurement-only build files every task in the heap
     if (!t->never_due()) {
       SortedRun* fit = nullptr;    // rule 1
       SortedRun* empty = nullptr;  // rule 2: one whose ring is already there if any
@@ -98,6 +99,7 @@ class TimerQueue {
         return;
       }
     }
+#endif
     heap_.push(t);  // within the capacity try_reserve() made: no growth
   }
 
@@ -134,6 +136,12 @@ class TimerQueue {
   void for_each(Fn&& fn) const {
     heap_.for_each(fn);
     for (const SortedRun& r : runs_) r.for_each(fn);
+  }
+
+  // The order stamps were renumbered in place, their order kept (restamp.hpp): nothing moves;
+  // the runs read their cached back keys again.
+  void restamped() noexcept {
+    for (SortedRun& r : runs_) r.restamped();
   }
 
   const TimerHeap& heap() const noexcept { return heap_; }

@@ -1,15 +1,20 @@
 // fifo_test.cpp: kairos starts tasks with equal deadlines in submission order within a shard,
-// also when the submissions come from different threads ordered by happens-before.
+// also when the submissions come from different threads ordered by happens-before, and also
+// between tasks billions of submissions apart (the order stamps' restamp pass, restamp.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include <kairos/kairos.hpp>
 
+#include "shard.hpp"  // the sequence's test seams
 #include "support.hpp"
 
 namespace {
@@ -19,6 +24,108 @@ using kairos_test::kPatience;
 using kairos_test::Manual;
 using kairos_test::Recorder;
 using kairos_test::single_thread;
+using kairos::detail::kRestampEvery;
+using kairos::detail::Shard;
+
+// The shard of the newest scheduler (one shard): its sequence moved on by n, a restamp period at
+// a time, waiting after each for the pass the period asks for, as a shard would run it long
+// before 2^28 more submissions came. False if a pass did not run within kPatience.
+bool skip_sequence(Shard& shard, std::uint64_t n) {
+  while (n > 0) {
+    const std::uint64_t chunk = std::min(n, kRestampEvery);
+    const std::uint64_t passes = shard.restamps_for_testing();
+    const std::uint64_t boundaries_before = shard.seqs_taken_for_testing() / kRestampEvery;
+    shard.skip_seqs_for_testing(chunk);
+    n -= chunk;
+    if (shard.seqs_taken_for_testing() / kRestampEvery == boundaries_before) continue;  // no period began
+    const auto until = std::chrono::steady_clock::now() + kPatience;
+    while (shard.restamps_for_testing() == passes)
+      if (std::chrono::steady_clock::now() > until) return false;
+      else std::this_thread::sleep_for(100us);
+  }
+  return true;
+}
+
+Shard& newest_shard() {
+  Shard* shard = Shard::g_newest_for_testing.load();
+  if (shard == nullptr) throw std::logic_error("no shard");
+  return *shard;
+}
+
+// Equal deadlines between tasks of one shard submitted 2^31 + 2^28 submissions apart (without
+// the restamp pass, their 32-bit stamps compare the wrong way round): the early ones, spread over
+// ten deadlines in shuffled order (so the heap and the sorted runs both hold some), start before
+// the late ones at each deadline, and each group in its own submission order.
+TEST(Fifo, EqualDeadlinesBillionsOfSubmissionsApartKeepSubmissionOrder) {
+  constexpr int kEach = 200, kDeadlines = 10;
+  Recorder order;
+  Manual s;
+  Shard& shard = newest_shard();
+  const auto base = s.clock.now() + 1h;
+  std::vector<int> key_of(2 * kEach);  // the deadline index of task i
+  std::vector<kairos::ScheduledFuture<void>> keep;  // futures held: a cancel-free, handle-holding load
+  for (int i = 0; i < kEach; ++i) {
+    key_of[i] = (i * 7) % kDeadlines;  // shuffled: 0, 7, 4, 1, 8, ...
+    keep.push_back(s.schedule_at([&, i] { order.add(i); }, base + std::chrono::seconds(key_of[i])));
+  }
+  ASSERT_TRUE(skip_sequence(shard, (std::uint64_t{1} << 31) + kRestampEvery));
+  EXPECT_GE(shard.restamps_for_testing(), 9u);
+  for (int i = kEach; i < 2 * kEach; ++i) {
+    key_of[i] = (i * 3) % kDeadlines;
+    keep.push_back(s.schedule_at([&, i] { order.add(i); }, base + std::chrono::seconds(key_of[i])));
+  }
+  s.step(1h + std::chrono::seconds(kDeadlines));
+  std::vector<int> ids = order.ids();
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(2 * kEach));
+  std::vector<int> expected;
+  for (int d = 0; d < kDeadlines; ++d)
+    for (int i = 0; i < 2 * kEach; ++i)
+      if (key_of[i] == d) expected.push_back(i);
+  EXPECT_EQ(ids, expected);
+}
+
+// The same across the restamp of a re-armed task's keys and of a periodic task's stamp (a
+// periodic task keeps the stamp of its submission for every run, as Java's class keeps its
+// sequence number): each ties with a task submitted 2^31 + 2^28 submissions later.
+TEST(Fifo, ReArmedAndPeriodicTasksKeepTheirPlaceBillionsOfSubmissionsLater) {
+  Recorder order;
+  Manual s;
+  Shard& shard = newest_shard();
+  const auto d = s.clock.now() + 2h;
+  // Re-armed earlier (a refile request: filed at d at once) and re-armed later (filed at d - 1h,
+  // its latest key d adopted when d - 1h comes), both before the skip.
+  auto earlier = s.schedule_rearmable_at([&] { order.add(1); }, d + 1h);
+  auto later = s.schedule_rearmable_at([&] { order.add(2); }, d - 1h);
+  ASSERT_TRUE(earlier.rearm_at(d));
+  ASSERT_TRUE(later.rearm_at(d));
+  // Runs at d - 1h, d, d + 1h, ...
+  auto periodic = s.schedule_at_fixed_rate([&] { order.add(3); }, 1h, 1h);
+  ASSERT_TRUE(skip_sequence(shard, (std::uint64_t{1} << 31) + kRestampEvery));
+  auto late = s.schedule_at([&] { order.add(4); }, d);
+  s.step(1h);  // d - 1h: the periodic task's first run; `later` goes back in line at d
+  EXPECT_EQ(order.ids(), std::vector<int>({3}));
+  ASSERT_TRUE(skip_sequence(shard, (std::uint64_t{1} << 31) + kRestampEvery));  // passes over a
+  auto last = s.schedule_at([&] { order.add(5); }, d);                          // batch-free queue again
+  s.step(1h);
+  EXPECT_EQ(order.ids(), std::vector<int>({3, 1, 2, 3, 4, 5}));
+  periodic.cancel();
+}
+
+// The sequence itself passes 2^32 (stamps wrap to 0) between equal deadlines.
+TEST(Fifo, EqualDeadlinesAcrossTheStampsWrapKeepSubmissionOrder) {
+  struct Seed {
+    Seed() { kairos::detail::Inbox::g_first_seq_for_testing.store((std::uint64_t{1} << 32) - 100); }
+    ~Seed() { kairos::detail::Inbox::g_first_seq_for_testing.store(0); }
+  } seed;
+  Recorder order;
+  Manual s;
+  const auto deadline = s.clock.now() + 1ms;
+  for (int i = 0; i < 300; ++i) s.schedule_at([&, i] { order.add(i); }, deadline);
+  s.step(1ms);
+  std::vector<int> ids = order.ids();
+  ASSERT_EQ(ids.size(), 300u);
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(ids[i], i);
+}
 
 TEST(Fifo, EqualDeadlinesStartInSubmissionOrder) {
   constexpr int kTasks = 2000;

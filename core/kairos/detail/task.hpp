@@ -137,7 +137,10 @@ struct TaskBase {
                                  // queued, the runner between pop and re-queue
   std::uint32_t seq = 0;         // order stamp: submission order within the shard, the low 32 bits
                                  // of the inbox's sequence number (breaks deadline ties; compared
-                                 // modulo 2^32 by seq_before). Same owners as deadline.
+                                 // modulo 2^32 by seq_before; a long-lived one renumbered by the
+                                 // shard's restamp pass). Owners: the submitter until published,
+                                 // then whoever holds the shard's lock (for a re-armable task,
+                                 // while it also holds kRearming).
   std::uint8_t flags = 0;
   std::uint8_t life = 0;
   std::uint8_t shard = 0;        // the shard that owns it (set at submission)
@@ -152,8 +155,9 @@ struct TaskBase {
 static_assert(sizeof(TaskBase) == 32, "TaskBase layout: 32 bytes (W5: a pending timer in 48 with its heap slot)");
 
 // Order stamps compare modulo 2^32: a before b iff b was stamped fewer than 2^31 stamps after a.
-// So FIFO among equal deadlines holds between any two tasks of one shard submitted (or re-armed)
-// fewer than 2^31 submissions apart: at 20 M submissions per second, 107 s apart.
+// The shard keeps every live stamp within that window of the others: stamps that live long are
+// renumbered, in order, once every 2^28 submissions (core/src/restamp.hpp). So FIFO among equal
+// deadlines holds between any two tasks of one shard, however far apart they were submitted.
 constexpr bool seq_before(std::uint32_t a, std::uint32_t b) noexcept {
   return static_cast<std::int32_t>(a - b) < 0;
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""count-locked-rmw.py: instructions and locked read-modify-writes per operation, per thread,
+counted exactly (callgrind), for issue 29's path budget.
+
+    tools/count-locked-rmw.py BUILD_DIR [MODE] [N]
+
+runs `kairos_submit_driver N MODE` and `kairos_submit_driver N/2 MODE` (MODE: cancel, the W2
+pair at lag 0 (default); "" (W1: schedule); execute; schedule0; burst) under
+`valgrind --tool=callgrind --dump-instr=yes --separate-threads=yes`, and for each thread prints
+the difference of the two runs divided by N/2: instructions (Ir) and executed `lock`-prefixed
+instructions (and `xchg` with memory, which locks implicitly) per operation. Thread 1 is the
+caller (the producer); the others are the scheduler's. The lock-prefixed instructions are found
+by disassembling the driver (objdump; libkairos is linked statically into it), so a locked RMW
+in a shared library (libstdc++, libc) is not counted: kairos makes none there on these paths.
+
+Measurement only: nothing in the build or the tests depends on it. Counts do not depend on the
+machine's load (callgrind counts instructions, not time).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def locked_addresses(binary):
+    """Addresses (file virtual addresses) of lock-prefixed or implicitly locked instructions."""
+    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", binary], capture_output=True, text=True,
+                         check=True).stdout
+    addrs, symbols = set(), {}
+    for line in out.splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.+)>:$", line)
+        if m:
+            symbols[m.group(2)] = int(m.group(1), 16)
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", line)
+        if not m:
+            continue
+        ins = m.group(2).strip()
+        if ins.startswith("lock ") or (ins.startswith("xchg") and "(" in ins):
+            addrs.add(int(m.group(1), 16))
+    return addrs, symbols
+
+
+def parse_callgrind(path, binary_name):
+    """Per-instruction Ir of the driver's own object: {runtime address: Ir}; the lowest address
+    seen per function name (a function's entry always executes); and the thread's total Ir, every
+    object included (the vDSO's clock read, libc)."""
+    costs, fn_min, total, fn_of = {}, {}, [0], {}
+    ob_names, fn_names = {}, {}
+    cur_ob = cur_fn = None
+    in_driver = False
+    last_addr = 0
+    skip_next = False  # the cost line after calls= is the call's inclusive cost
+    npos = 1  # position columns before the costs ("positions: instr line": 2)
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("positions:"):
+                npos = len(line.split()) - 1
+                continue
+            if line.startswith(("ob=", "fn=", "cob=", "cfn=", "calls=", "fl=", "fi=", "fe=", "cfi=", "cfl=")):
+                key, _, val = line.partition("=")
+                m = re.match(r"\((\d+)\)(?: (.*))?", val)
+                if key in ("ob", "cob"):
+                    name = ob_names.setdefault(m.group(1), m.group(2)) if m else val
+                    if m and m.group(2):
+                        ob_names[m.group(1)] = m.group(2)
+                        name = m.group(2)
+                    if key == "ob":
+                        cur_ob = name
+                        in_driver = cur_ob is not None and os.path.basename(cur_ob) == binary_name
+                elif key in ("fn", "cfn"):
+                    if m and m.group(2):
+                        fn_names[m.group(1)] = m.group(2)
+                    name = fn_names.get(m.group(1)) if m else val
+                    if key == "fn":
+                        cur_fn = name
+                elif key == "calls":
+                    skip_next = True
+                continue
+            if not line or not (line[0] in "+-0123456789*"):
+                continue
+            parts = line.split()
+            pos = parts[0]
+            if pos.startswith("0x"):
+                addr = int(pos, 16)
+            elif pos.startswith("+"):
+                addr = last_addr + int(pos[1:], 16 if pos[1:].startswith("0x") else 10)
+            elif pos.startswith("-"):
+                addr = last_addr - int(pos[1:], 16 if pos[1:].startswith("0x") else 10)
+            elif pos == "*":
+                addr = last_addr
+            else:
+                continue
+            last_addr = addr
+            if skip_next:
+                skip_next = False
+                continue
+            ir = int(parts[npos]) if len(parts) > npos else 0
+            total[0] += ir
+            if not in_driver:
+                continue
+            costs[addr] = costs.get(addr, 0) + ir
+            fn_of[addr] = cur_fn
+            if cur_fn is not None:
+                fn_min[cur_fn] = min(fn_min.get(cur_fn, addr), addr)
+    parse_callgrind.fn_of = fn_of
+    return costs, fn_min, total[0]
+
+
+def run(driver, n, mode, outdir):
+    prefix = os.path.join(outdir, f"cg.{n}")
+    cmd = ["valgrind", "--tool=callgrind", "--dump-instr=yes", "--separate-threads=yes", "--compress-pos=no",
+           "--compress-strings=no", f"--callgrind-out-file={prefix}.%p", driver, str(n)] + ([mode] if mode else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    files = sorted(f for f in os.listdir(outdir) if f.startswith(f"cg.{n}."))
+    threads = {}
+    for f in files:
+        m = re.search(r"-(\d+)$", f)
+        if m:
+            threads[int(m.group(1))] = os.path.join(outdir, f)
+    return threads
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    build = sys.argv[1]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "cancel"
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
+    driver = os.path.join(build, "perf", "micro", "kairos_submit_driver")
+    locked, symbols = locked_addresses(driver)
+    per = {}
+    with tempfile.TemporaryDirectory() as d:
+        for size in (n, n // 2):
+            for tid, path in run(driver, size, mode, d).items():
+                costs, fn_min, ir = parse_callgrind(path, os.path.basename(driver))
+                base = None  # runtime address - file address (a PIE is loaded elsewhere)
+                for fn, lo in fn_min.items():
+                    if fn in symbols:
+                        base = lo - symbols[fn]
+                        break
+                if base is None:
+                    continue
+                lk = sum(c for a, c in costs.items() if (a - base) in locked)
+                sites = {}
+                for a, c in costs.items():
+                    if (a - base) in locked:
+                        fn = parse_callgrind.fn_of.get(a) or "?"
+                        sites[fn] = sites.get(fn, 0) + c
+                per.setdefault(tid, {})[size] = (ir, lk, sites)
+    ops = n - n // 2
+    print(f"kairos_submit_driver {mode or 'schedule'}: per operation, {n} - {n // 2} operations by difference")
+    print("thread  instructions  locked RMWs   (thread 1: the caller; the others: the scheduler's)")
+    for tid in sorted(per):
+        if n in per[tid] and n // 2 in per[tid]:
+            (ir1, lk1, s1), (ir2, lk2, s2) = per[tid][n], per[tid][n // 2]
+            print(f"{tid:>6}  {(ir1 - ir2) / ops:12.1f}  {(lk1 - lk2) / ops:11.2f}")
+            for fn in sorted(s1, key=lambda f: -(s1[f] - s2.get(f, 0))):
+                d = (s1[fn] - s2.get(fn, 0)) / ops
+                if d >= 0.01:
+                    print(f"{'':>20}  {d:11.2f}  in {fn[:110]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
