@@ -117,9 +117,10 @@ class Shard {
   // (a period at a time, each asking for its pass as take_seq would), and the passes run.
   static inline std::atomic<Shard*> g_newest_for_testing{nullptr};
   void skip_seqs_for_testing(std::uint64_t n) noexcept {
-    while (n > 0) {
-      const std::uint64_t chunk = std::min(n, kRestampEvery - (inbox_.seqs_taken() & (kRestampEvery - 1)));
-      if (const std::uint64_t s = inbox_.skip_for_testing(chunk); (s & (kRestampEvery - 1)) == 0 && s != 0)
+    while (n > 0) {  // other threads may take sequence numbers meanwhile: ask for every period begun
+      const std::uint64_t chunk = std::min(n, kRestampEvery);
+      const std::uint64_t s = inbox_.skip_for_testing(chunk);
+      if (s / kRestampEvery != (s + chunk - 1) / kRestampEvery || (s % kRestampEvery == 0 && s != 0))
         wait_.ask_restamp();  // (RN1)
       n -= chunk;
     }

@@ -9,6 +9,10 @@
 //                                the task just scheduled). Time is one schedule + cancel pair.
 //   Sched_ExecuteThroughput      execute() 4,096 tasks that count themselves, then wait until all
 //                                ran; per_op is one task submitted and run, per wait policy.
+//   Sched_RestampPass/pending:N  the leader's pause for one restamp pass (core/src/restamp.hpp)
+//                                over N pending tasks 1 h ahead, every one old (2^29 + 2^28
+//                                sequence numbers skipped first through the shard's test seam):
+//                                from the period's first sequence number to the pass's end.
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -18,6 +22,7 @@
 #include <kairos/kairos.hpp>
 
 #include "micro_common.hpp"
+#include "shard.hpp"  // the sequence's test seams (restamp)
 
 namespace {
 
@@ -89,5 +94,33 @@ void Sched_ExecuteThroughput(benchmark::State& state) {
 }
 // wait: 0 sleep, 1 hybrid(50 us), 2 spin.
 BENCHMARK(Sched_ExecuteThroughput)->ArgName("wait")->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+
+// One period's worth of sequence numbers, then the wait for the pass it asks for.
+void restamp_once(kairos::detail::Shard& shard) {
+  const std::uint64_t passes = shard.restamps_for_testing();
+  shard.skip_seqs_for_testing(kairos::detail::kRestampEvery);
+  for (int spins = 0; shard.restamps_for_testing() == passes;) kairos_micro::backoff(spins);
+}
+
+void Sched_RestampPass(benchmark::State& state) {
+  kairos::Options options;
+  options.shards = 1;
+  kairos::Scheduler sched(options);
+  kairos::detail::Shard& shard = *kairos::detail::Shard::g_newest_for_testing.load();
+  std::vector<kairos::ScheduledFuture<void>> keep;
+  keep.reserve(static_cast<std::size_t>(state.range(0)));
+  for (std::int64_t i = 0; i < state.range(0); ++i) keep.push_back(sched.schedule([] {}, 1h + std::chrono::microseconds(i % 977)));
+  // Start the sequence at a period's beginning, then age every task past the young span.
+  shard.skip_seqs_for_testing(kairos::detail::kRestampEvery - shard.seqs_taken_for_testing() % kairos::detail::kRestampEvery);
+  for (int k = 0; k < 3; ++k) restamp_once(shard);
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    restamp_once(shard);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  state.counters["pending"] = static_cast<double>(sched.queue_size());
+  sched.shutdown_now();
+}
+BENCHMARK(Sched_RestampPass)->ArgName("pending")->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -111,6 +111,63 @@ TEST(Fifo, ReArmedAndPeriodicTasksKeepTheirPlaceBillionsOfSubmissionsLater) {
   periodic.cancel();
 }
 
+// Restamp passes racing re-arms and cancels from other threads (the pass holds each pending
+// re-armable task in kRearming while it renumbers its keys): nothing is lost or run twice, and
+// the tasks run in the order of their final keys (deadline, then the order of the last re-arms).
+TEST(Fifo, RestampPassesRacingReArmsAndCancelsKeepOrderAndLoseNothing) {
+  constexpr int kTasks = 200;
+  Recorder order;
+  Manual s;
+  Shard& shard = newest_shard();
+  const auto base = s.clock.now() + 1h;
+  std::vector<kairos::ScheduledFuture<void>> tasks;
+  for (int i = 0; i < kTasks; ++i)
+    tasks.push_back(s.schedule_rearmable_at([&, i] { order.add(i); }, base + std::chrono::seconds(i % 17)));
+  // The re-armer's last successful re-arm of each task: its final key (the only re-armer).
+  std::vector<int> final_second(kTasks), final_rank(kTasks, -1);
+  for (int i = 0; i < kTasks; ++i) final_second[i] = i % 17;
+  std::vector<bool> cancelled(kTasks, false);
+  // A fixed number of re-arms, not "until the passes are done": a poll loop drains a re-armer's
+  // flood of refile requests before it gets to the pass.
+  std::thread rearmer([&] {
+    std::uint32_t x = 12345;
+    for (int k = 0; k < 20000; ++k) {
+      x = x * 1664525u + 1013904223u;
+      const int i = static_cast<int>((x >> 8) % kTasks);
+      const int second = static_cast<int>((x >> 20) % 17);
+      if (tasks[i].rearm_at(base + std::chrono::seconds(second))) {
+        final_second[i] = second;
+        final_rank[i] = k;
+      }
+    }
+  });
+  std::thread canceller([&] {
+    for (int i = 0; i < kTasks; i += 7) cancelled[i] = tasks[i].cancel();
+  });
+  for (int k = 0; k < 12; ++k) {
+    const std::uint64_t passes = shard.restamps_for_testing();
+    shard.skip_seqs_for_testing(kRestampEvery);
+    const auto until = std::chrono::steady_clock::now() + kPatience;
+    while (shard.restamps_for_testing() == passes && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(100us);
+    EXPECT_GT(shard.restamps_for_testing(), passes) << "pass " << k;
+  }
+  rearmer.join();
+  canceller.join();
+  s.step(2h);
+  std::vector<int> ids = order.ids();
+  std::vector<int> expected;
+  for (int i = 0; i < kTasks; ++i)
+    if (!cancelled[i]) expected.push_back(i);
+  // Final key: the deadline, then the re-arm order (a task never re-armed keeps its submission
+  // stamp, before every re-arm's: rank -1, and submission order among those).
+  std::stable_sort(expected.begin(), expected.end(), [&](int a, int b) {
+    if (final_second[a] != final_second[b]) return final_second[a] < final_second[b];
+    return final_rank[a] < final_rank[b];
+  });
+  EXPECT_EQ(ids, expected);
+}
+
 // The sequence itself passes 2^32 (stamps wrap to 0) between equal deadlines.
 TEST(Fifo, EqualDeadlinesAcrossTheStampsWrapKeepSubmissionOrder) {
   struct Seed {
