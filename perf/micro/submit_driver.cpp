@@ -4,19 +4,27 @@
 // counts only the submit loop (divide the total Ir by N), and running it at two values of N under
 // `perf stat -e instructions` or plain callgrind gives the same by difference.
 // With "cancel" as second argument, remove-on-cancel is on and each task is cancelled right after
-// it was scheduled (the W2 pair, lag 0); the loop is then cancel_loop.
+// it was scheduled (the W2 pair, lag 0); the loop is then cancel_loop. With "cancel1024", W2's
+// own shape: each iteration cancels the task scheduled 1,024 iterations before (cancel_lag_loop).
 // With "execute" or "schedule0" the tasks are due at once (the W6 shape: `execute(f)`, or
 // `schedule(f, 0)` with the handle dropped) and the program waits until all of them ran: the
 // whole program's count at two values of N, by difference, is the cost of one task from submit
 // to burial, the scheduler's thread included.
 // With "burst" the N tasks share one absolute deadline 1 s ahead (the W7 shape: `schedule_at`,
 // handles dropped) and all run once it passes.
-// Usage: kairos_submit_driver [N [cancel|execute|schedule0|burst]]   (default N = 100000)
+// The schedule and cancel loops also print the calling thread's CPU time per operation
+// (CLOCK_THREAD_CPUTIME_ID) and the wall time: run once as is and once under `taskset -c 0` (the
+// whole process on one CPU: no line crosses cores), the difference of the two CPU figures is what
+// the lines the scheduler's thread holds cost the producer (issue 29's transfer cost).
+// Usage: kairos_submit_driver [N [cancel|cancel1024|execute|schedule0|burst]]   (default N = 100000)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
+
+#include <time.h>
 
 #include <kairos/kairos.hpp>
 
@@ -41,6 +49,20 @@ struct NoOp {
   return cancelled;
 }
 
+// W2's own shape: cancel task i - 1024 (a window of 1,024 pending timeouts), then the window.
+[[gnu::noinline]] long cancel_lag_loop(kairos::Scheduler& sched, long n) {
+  constexpr std::size_t kLag = 1024;
+  std::vector<kairos::ScheduledFuture<void>> window(kLag);
+  long cancelled = 0;
+  for (long i = 0; i < n; ++i) {
+    kairos::ScheduledFuture<void>& slot = window[static_cast<std::size_t>(i) % kLag];
+    cancelled += slot.cancel();
+    slot = sched.schedule(NoOp{}, 10s);
+  }
+  for (auto& f : window) cancelled += f.cancel();
+  return cancelled;
+}
+
 [[gnu::noinline]] void execute_loop(kairos::Scheduler& sched, long n, bool with_future) {
   for (long i = 0; i < n; ++i) {
     if (with_future) sched.schedule(NoOp{}, 0ns);
@@ -57,12 +79,13 @@ struct NoOp {
 int main(int argc, char** argv) {
   long n = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 100'000;
   const char* mode = argc > 2 ? argv[2] : "";
-  bool cancel = std::strcmp(mode, "cancel") == 0;
+  bool lag = std::strcmp(mode, "cancel1024") == 0;
+  bool cancel = lag || std::strcmp(mode, "cancel") == 0;
   bool execute = std::strcmp(mode, "execute") == 0;
   bool schedule0 = std::strcmp(mode, "schedule0") == 0;
   bool burst = std::strcmp(mode, "burst") == 0;
   if (n <= 0 || (argc > 2 && !cancel && !execute && !schedule0 && !burst)) {
-    std::fprintf(stderr, "usage: %s [N > 0 [cancel|execute|schedule0|burst]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [N > 0 [cancel|cancel1024|execute|schedule0|burst]]\n", argv[0]);
     return 2;
   }
   kairos::Options options;
@@ -82,12 +105,22 @@ int main(int argc, char** argv) {
     return idle && ran == static_cast<std::uint64_t>(n) ? 0 : 1;
   }
   long expected = n;
+  auto thread_cpu_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+  };
+  const double cpu0 = thread_cpu_ns();
+  const auto wall0 = std::chrono::steady_clock::now();
   if (cancel) {
-    long cancelled = cancel_loop(sched, n);
+    long cancelled = lag ? cancel_lag_loop(sched, n) : cancel_loop(sched, n);
     expected = n - cancelled;
   } else {
     submit_loop(sched, n);
   }
+  const double wall = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
+  std::printf("%s: caller CPU %.1f ns/op, wall %.1f ns/op\n", cancel ? "schedule+cancel" : "schedule",
+              (thread_cpu_ns() - cpu0) / static_cast<double>(n), wall / static_cast<double>(n));
   std::size_t pending = sched.queue_size();
   std::size_t taken = sched.shutdown_now().size();  // the Tasks drop here: futures cancelled
   std::printf("submitted %ld, pending %zu, taken by shutdown_now %zu\n", n, pending, taken);
