@@ -143,7 +143,7 @@ class ScheduledFuture {
     if (!node_) return false;
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;
-    std::int64_t now = clock_ ? clock_->now_ns() : detail::submit_now_ns();  // never below the clock
+    std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
     const detail::DeadlineNs deadline = detail::deadline_after_ns(now, d);
     return detail::rearm_task(node_, core_, deadline.ns, deadline.never);
   }

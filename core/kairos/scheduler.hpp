@@ -301,8 +301,8 @@ class BasicScheduler {
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;  // a negative delay means "as soon as possible" (Java normalises to 0)
     // Past the clock's range (or Duration::max()): never. Exactly at the end of a ManualClock's
-    // time: due then. The "now" is never below the clock at this call.
-    const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->submit_now(), d);
+    // time: due then. The "now" is the clock the leader tests deadlines against.
+    const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->now_ns(), d);
     return {deadline.ns, deadline.never};
   }
 

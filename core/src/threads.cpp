@@ -20,8 +20,7 @@
 namespace kairos::detail {
 
 // The kernel keeps CLOCK_MONOTONIC with the TSC only when it found the counter constant and
-// synchronised across CPUs (batch_clock.hpp and tsc_clock.hpp rely on that). Read once; false if
-// unreadable.
+// synchronised across CPUs (batch_clock.hpp relies on that). Read once; false if unreadable.
 bool tsc_is_clocksource() noexcept {
   static const bool tsc = [] {
     try {

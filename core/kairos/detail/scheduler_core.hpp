@@ -27,9 +27,6 @@ class SchedulerCore {
   virtual UncaughtHandler uncaught_handler() const noexcept = 0;
 
   std::int64_t now_ns() const noexcept { return manual_ ? manual_->now_ns() : steady_now_ns(); }
-  // The "now" of a deadline computed at submission (now + delay): on the steady clock an upper
-  // bound of now_ns() at the call (submit_now_ns), so the task never starts early.
-  std::int64_t submit_now() const noexcept { return manual_ ? manual_->now_ns() : submit_now_ns(); }
   ManualClock* manual_clock() const noexcept { return manual_; }
 
   // Takes over the caller's scheduler reference on t, due at `deadline` (never due if `never`).
