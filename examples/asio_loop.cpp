@@ -44,8 +44,11 @@ int main() {
   // An Asio handler of the application's own, on the same thread: a 5 ms tick.
   boost::asio::steady_timer tick(io);
   std::atomic<int> ticks{0};
+  bool stopping = false;  // the io_context's thread only
   std::function<void(const boost::system::error_code&)> on_tick = [&](const boost::system::error_code& ec) {
-    if (ec) return;
+    // A tick that expired just before the cancel below still runs, with no error: without the
+    // flag it would wait again, and io.run() would never return.
+    if (ec || stopping) return;
     ticks.fetch_add(1);
     tick.expires_after(5ms);
     tick.async_wait(on_tick);
@@ -94,6 +97,7 @@ int main() {
   while (!all_ran() && Clock::now() < until) std::this_thread::sleep_for(1ms);
 
   boost::asio::post(io, [&] {
+    stopping = true;
     bridge.stop();
     tick.cancel();
   });

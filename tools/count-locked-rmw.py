@@ -109,12 +109,15 @@ def parse_callgrind(path, binary_name):
     return costs, fn_min, total[0]
 
 
-def run(driver, n, mode, outdir):
-    prefix = os.path.join(outdir, f"cg.{n}")
+def run(driver, n, mode, outdir, loop_only):
+    prefix = os.path.join(outdir, f"cg.{n}.{int(loop_only)}")
     cmd = ["valgrind", "--tool=callgrind", "--dump-instr=yes", "--separate-threads=yes", "--compress-pos=no",
-           "--compress-strings=no", f"--callgrind-out-file={prefix}.%p", driver, str(n)] + ([mode] if mode else [])
+           "--compress-strings=no", f"--callgrind-out-file={prefix}.%p"]
+    if loop_only:  # the caller's own path: only inside the driver's loop (submit_loop, cancel_loop, ...)
+        cmd.append("--toggle-collect=*_loop*")
+    cmd += [driver, str(n)] + ([mode] if mode else [])
     subprocess.run(cmd, check=True, capture_output=True)
-    files = sorted(f for f in os.listdir(outdir) if f.startswith(f"cg.{n}."))
+    files = sorted(f for f in os.listdir(outdir) if f.startswith(f"cg.{n}.{int(loop_only)}."))
     threads = {}
     for f in files:
         m = re.search(r"-(\d+)$", f)
@@ -132,36 +135,46 @@ def main():
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
     driver = os.path.join(build, "perf", "micro", "kairos_submit_driver")
     locked, symbols = locked_addresses(driver)
-    per = {}
-    with tempfile.TemporaryDirectory() as d:
-        for size in (n, n // 2):
-            for tid, path in run(driver, size, mode, d).items():
-                costs, fn_min, ir = parse_callgrind(path, os.path.basename(driver))
-                base = None  # runtime address - file address (a PIE is loaded elsewhere)
-                for fn, lo in fn_min.items():
-                    if fn in symbols:
-                        base = lo - symbols[fn]
-                        break
-                if base is None:
-                    continue
-                lk = sum(c for a, c in costs.items() if (a - base) in locked)
-                sites = {}
-                for a, c in costs.items():
-                    if (a - base) in locked:
-                        fn = parse_callgrind.fn_of.get(a) or "?"
-                        sites[fn] = sites.get(fn, 0) + c
-                per.setdefault(tid, {})[size] = (ir, lk, sites)
     ops = n - n // 2
-    print(f"kairos_submit_driver {mode or 'schedule'}: per operation, {n} - {n // 2} operations by difference")
-    print("thread  instructions  locked RMWs   (thread 1: the caller; the others: the scheduler's)")
-    for tid in sorted(per):
-        if n in per[tid] and n // 2 in per[tid]:
-            (ir1, lk1, s1), (ir2, lk2, s2) = per[tid][n], per[tid][n // 2]
-            print(f"{tid:>6}  {(ir1 - ir2) / ops:12.1f}  {(lk1 - lk2) / ops:11.2f}")
-            for fn in sorted(s1, key=lambda f: -(s1[f] - s2.get(f, 0))):
-                d = (s1[fn] - s2.get(fn, 0)) / ops
-                if d >= 0.01:
-                    print(f"{'':>20}  {d:11.2f}  in {fn[:110]}")
+    with tempfile.TemporaryDirectory() as d:
+        for loop_only in (True, False):
+            per = {}
+            for size in (n, n // 2):
+                for tid, path in run(driver, size, mode, d, loop_only).items():
+                    costs, fn_min, ir = parse_callgrind(path, os.path.basename(driver))
+                    base = None  # runtime address - file address (a PIE is loaded elsewhere)
+                    for fn, lo in fn_min.items():
+                        if fn in symbols:
+                            base = lo - symbols[fn]
+                            break
+                    if base is None:
+                        per.setdefault(tid, {})[size] = (ir, 0, {})
+                        continue
+                    lk = sum(c for a, c in costs.items() if (a - base) in locked)
+                    sites = {}
+                    for a, c in costs.items():
+                        if (a - base) in locked:
+                            fn = parse_callgrind.fn_of.get(a) or "?"
+                            sites[fn] = sites.get(fn, 0) + c
+                    per.setdefault(tid, {})[size] = (ir, lk, sites)
+            if loop_only:
+                print(f"kairos_submit_driver {mode or 'schedule'}: per operation, {n} - {n // 2} operations by difference")
+                print("the caller's own path (inside the driver's loop; callgrind --toggle-collect):")
+            else:
+                print("the whole program, per thread (thread 1: the caller, loop and all, and whatever scheduler work")
+                print("valgrind's one-thread-at-a-time run left to it at the end: shutdown_now's drain; the others: the")
+                print("scheduler's threads). Whole program less the caller's own path = the scheduler's share:")
+            print("thread  instructions  locked RMWs")
+            for tid in sorted(per):
+                if n in per[tid] and n // 2 in per[tid]:
+                    (ir1, lk1, s1), (ir2, lk2, s2) = per[tid][n], per[tid][n // 2]
+                    if loop_only and ir1 == ir2:
+                        continue
+                    print(f"{tid:>6}  {(ir1 - ir2) / ops:12.1f}  {(lk1 - lk2) / ops:11.2f}")
+                    for fn in sorted(s1, key=lambda f: -(s1[f] - s2.get(f, 0))):
+                        dd = (s1[fn] - s2.get(fn, 0)) / ops
+                        if dd >= 0.01:
+                            print(f"{'':>20}  {dd:11.2f}  in {fn[:110]}")
     return 0
 
 
