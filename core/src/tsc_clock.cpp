@@ -6,7 +6,7 @@
 #include <cpuid.h>
 #endif
 
-#include <kairos/detail/futex.hpp>
+#include <kairos/detail/steady_clock.hpp>
 
 #include "tsc_clock.hpp"
 

@@ -82,7 +82,8 @@
 #include <x86intrin.h>
 #endif
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns, cpu_relax
+#include <kairos/detail/futex.hpp>  // cpu_relax
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns
 
 namespace kairos::detail {
 
@@ -434,7 +435,7 @@ class TscClock {
   Source src_{};
 };
 
-// The process's submission clock (tsc_clock.cpp); submit_now_ns() (kairos/detail/futex.hpp)
+// The process's submission clock (tsc_clock.cpp); submit_now_ns() (kairos/detail/steady_clock.hpp)
 // reads it.
 TscClock<HardwareTicks>& process_submit_clock() noexcept;
 

@@ -17,7 +17,7 @@
 #include <chrono>
 #include <vector>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns, submit_now_ns
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns, submit_now_ns
 
 #include "micro_common.hpp"
 

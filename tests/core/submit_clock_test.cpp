@@ -14,7 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns, submit_now_ns
+#include <kairos/detail/futex.hpp>
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns, submit_now_ns
 #include <kairos/kairos.hpp>
 
 #include "support.hpp"

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns, submit_now_ns
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns, submit_now_ns
 #include <kairos/duration.hpp>
 
 #include "tsc_clock.hpp"
