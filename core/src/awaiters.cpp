@@ -10,16 +10,17 @@
 //         acquire RMW later in the release sequence headed by (AW2) it synchronises with it, so
 //         the link (AW1) happens-before the completer's wake, which locks the bucket after the
 //         registrar unlocked it and finds the record.
-//   (AW3) the completer: transition() (detail/task.hpp) for kNormal / kExceptional, and for
-//         kCancelled whoever lets go of the task with no kairos lock held: cancel_task
-//         (shard_cancel.cpp), drop_orphan, run_orphan (task_lifecycle.cpp), Shard::bury
-//         (shard.cpp) and discard_oldest's victim (shard_retire.cpp). Each checks kAwaited in a
-//         state it read at or after its terminal CAS.
+//   (AW3) the completer: finish_completion (core/src/completion.hpp), the one caller of
+//         wake_awaiters, with no kairos lock held, for every terminal state: right after the
+//         terminal CAS in complete() (a run's end, an orphan's, a discard) and in cancel_task
+//         (shard_cancel.cpp, once the pin is clear), and after the unlock for a completion made
+//         under a shard's lock (Shard::bury, shard.cpp). Each checks kAwaited in a state it read
+//         at or after its terminal CAS.
 //   (AW4) the waker unlinks every record of its node under the bucket lock and resumes each one
 //         after unlocking. A record is resumed by whoever unlinks it, and it is unlinked once:
 //         by a waker, or by the registrar that found the task already terminal at (AW2) (then
 //         it resumes itself: await_suspend returns false), or by a frame destroyed while
-//         suspended (await_unregister). Several wakers (transition and bury both see kAwaited,
+//         suspended (await_unregister). Several wakers (complete and bury both see kAwaited,
 //         or a registrar finds a terminal task whose flag another registrar set) find the list
 //         emptied: wake is idempotent, and no record is lost or resumed twice.
 // The waker holds a reference to the node until wake returns (its completer's or the scheduler's

@@ -29,7 +29,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns
 
 #if defined(__x86_64__)
 #include <x86intrin.h>

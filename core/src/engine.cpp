@@ -8,14 +8,16 @@
 // again (RS2, seq_cst). In the single seq_cst order either the drain's count read sees its seq
 // (and waits for its item), or RS2 comes after RS1 and the producer sees the new state; then it
 // makes sure the item is looked at: the shard's threads will drain it before they exit, or, if
-// they are gone, the producer settles the inbox itself under the shard lock.
+// they are gone, the producer drains the inbox itself under the shard lock and cancels what it
+// finds.
 //
 // Edges (each names its partner):
 //   (RS1) shutdown / shutdown_now: run_state CAS seq_cst -> pairs with (RS2) and the drain's
 //         count read (IN5): the Dekker pair above.
 //   (RS2) submit, run_in_caller: run_state load seq_cst after the enqueue -> pairs with (RS1).
-//   (RS3) acquire loads of run_state (submit's fast refusal, is_shutdown, EngineState::state)
-//         -> see what RS1 or RS4 published.
+//   (RS3) loads of run_state that need an acquire: submit's fast refusal, is_shutdown,
+//         is_terminating, is_terminated (acquire) and EngineState::state (seq_cst: stronger, no
+//         dearer; engine_state.hpp) -> see what RS1 or RS4 published.
 //   (RS4) terminate: run_state store seq_cst under term_mu_ -> await_termination's wait reads it.
 //   (LC2) start: live_pollers_ store release -> pairs with the pollers' retirement (LC1,
 //         engine_poll.cpp).
@@ -39,6 +41,7 @@
 #include <kairos/errors.hpp>
 #include <kairos/task.hpp>
 
+#include "completion.hpp"
 #include "engine.hpp"
 #include "engine_state.hpp"
 #include "shard.hpp"
@@ -179,41 +182,30 @@ void Engine::reject(TaskBase* t, Shard& sh, bool over_capacity) {
   }
   if (r == Rejection::caller_runs && over_capacity) return run_in_caller(t, sh);
   // discard, or any policy after shutdown: the future completes as cancelled at once.
-  if (transition(t, kPending, kCancelled)) t->ops->drop_callable(t);
+  (void)complete(t, kPending, kCancelled);
   release(t);
 }
 
-// caller_runs over capacity: the task's (first) run happens here and now.
+// caller_runs over capacity: the task's (first) run happens here and now, ended by run_once
+// (completion.hpp) as on a scheduler thread; a periodic task's next run is queued on its shard.
 void Engine::run_in_caller(TaskBase* t, Shard& sh) {
-  if (std::stop_source* src = t->ops->stop_source(t)) *src = std::stop_source();  // before kRunning
-  if (!transition(t, kPending, kRunning)) {
+  if (!start_outside(t, kPending)) {
     release(t);
     return;
   }
-  bool ok = t->ops->invoke(t);
-  if (!t->periodic()) {
-    if (ok) transition(t, kRunning, kNormal);
-    else if (transition(t, kRunning, kExceptional) && (t->flags & kNoFuture))
-      report_uncaught(*state_.on_uncaught, stored_error(t));
+  const RunContext cx{state_.on_uncaught.get(), nullptr};
+  if (!run_once(t, [t] { return t->ops->invoke(t); }, true, [this] { return now_ns(); }, cx).again) {
     release(t);
     return;
   }
-  if (!ok) {
-    if (transition(t, kRunning, kExceptional)) report_uncaught(*state_.on_uncaught, stored_error(t));
-    t->ops->drop_callable(t);
-    release(t);
-    return;
-  }
-  const NextRun next = next_run(t, [this] { return now_ns(); });
-  if (!transition(t, kRunning, kPending)) {  // cancelled during its run
+  if (!transition(t, kRunning, kPending)) {  // cancelled during its run: the callable is ours
     t->ops->drop_callable(t);
     release(t);
     return;
   }
   // A periodic re-queue is never rejected: enqueue without the capacity check.
-  std::atomic_ref<std::int64_t>(t->deadline).store(next.ns, std::memory_order_relaxed);
   sh.admit_unchecked();
-  const bool callback_owed = sh.publish(t, sh.take_seq(), next.never);
+  const bool callback_owed = sh.publish(t, sh.take_seq(), t->never != 0);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
   if (callback_owed) run_wake_callback();
 }
@@ -266,7 +258,7 @@ void Engine::thread_start_hook(const ThreadInfo& info) noexcept {
   start_cv_.notify_all();
 }
 
-// Poll mode: the loop is woken after the shards are settled (the policies applied, the tasks
+// Poll mode: the loop is woken after the shards are done with it (the policies applied, the tasks
 // taken), so that the next_deadline() that reads the wake back sees them: it reports a shard
 // that must retire as due at once (Shard::earliest_deadline). Then the callback, last.
 void Engine::shutdown() {
@@ -306,7 +298,7 @@ std::vector<TaskBase*> Engine::shutdown_now() {
     throw;
   }
   std::stable_sort(orphans.begin(), orphans.end(),
-                   [](const TaskBase* a, const TaskBase* b) { return TimerHeap::before(a, b); });
+                   [](const TaskBase* a, const TaskBase* b) { return filed_before(a, b); });
   return orphans;
 }
 
@@ -323,7 +315,8 @@ bool Engine::await_termination(std::int64_t timeout_ns) {
   return term_cv_.wait_until(lk, until, [&] { return state_.state() == RunState::kTerminated; });
 }
 
-// (RS3) acquire loads of run_state: see what shutdown (RS1) or termination (RS4) published.
+// (RS3) acquire loads of run_state (here and in the two below): see what shutdown (RS1) or
+// termination (RS4) published.
 bool Engine::is_shutdown() const noexcept { return state_.run_state.load(std::memory_order_acquire) != RunState::kActive; }
 
 bool Engine::is_terminating() const noexcept {
@@ -425,7 +418,7 @@ void Engine::close() noexcept {
     orphans = shutdown_now();
   } catch (const std::bad_alloc&) {
     // No memory for the list: each shard cancels its tasks in place instead, and its exit
-    // (settle_after_exit) drops them without building any list.
+    // (cancel_leftovers) drops them without building any list.
     for (auto& sh : shards_) sh->cancel_pending_in_place();
   }
   for (TaskBase* t : orphans) drop_orphan(t);
@@ -440,7 +433,7 @@ void Engine::close() noexcept {
     listening_ = false;
   }
   if (state_.opt.poll_mode) {
-    // Retire the pollers now (a poll after shutdown_now() only settles). Inside a task of
+    // Retire the pollers now (a poll after shutdown_now() only retires). Inside a task of
     // this scheduler's own poll, that poll retires its shard when the task returns, and keeps
     // the engine alive until then.
     for (PollScope* p = t_poll; p != nullptr; p = p->outer)
@@ -451,7 +444,7 @@ void Engine::close() noexcept {
     poll(now_ns(), 0);
   }
   // Threads other than the caller are gone; the shards keep what raced the end.
-  for (auto& sh : shards_) sh->settle_if_dead();
+  for (auto& sh : shards_) sh->cancel_leftovers_if_dead();
 }
 thread_local unsigned Engine::t_shard_slot = ~0u;
 thread_local Engine::OwnShard Engine::t_own_shard{};

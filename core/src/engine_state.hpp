@@ -9,7 +9,7 @@
 #include <memory>
 
 #include <kairos/clock.hpp>
-#include <kairos/detail/futex.hpp>
+#include <kairos/detail/steady_clock.hpp>
 #include <kairos/options.hpp>
 
 #include "loop_wake.hpp"
@@ -43,9 +43,10 @@ struct EngineState {
   const std::unique_ptr<LoopWake> loop_wake;  // poll mode: the loop's wake fd and on_wake
 
   std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
-  // (RS3) needs only an acquire (it sees what RS1 or RS4 published); the load is seq_cst, as it
-  // always was, which costs the same as an acquire load on x86-64. The Dekker pair's own load
-  // (RS2) reads run_state directly (engine.cpp).
+  // (RS3) the shards' read of the lifecycle state: each caller needs an acquire (it sees what
+  // RS1 or RS4 published, and the state only moves forward); the load is seq_cst, stronger than
+  // that and no dearer on x86-64 (a plain load either way), so no caller's need is argued below
+  // it. The Dekker pair's own load (RS2) reads run_state directly (engine.cpp).
   RunState state() const noexcept { return run_state.load(std::memory_order_seq_cst); }  // (RS3)
 };
 

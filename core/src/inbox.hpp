@@ -32,6 +32,10 @@
 //         posted before it.
 //   (IN8) seqs_taken / abandoned: acquire loads (the pending counts, drain_through's bound) ->
 //         pair with (IN1) and (IN4).
+//   (IN9) drained_ / done_: relaxed, written by the drain under the shard lock (one writer, no
+//         RMW: bump) and read by drained() / removes_done(): under the same lock (must_exit,
+//         idle, arm_and_check: the mutex orders them) or as a statistic without it (stats);
+//         they publish nothing.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -118,9 +122,9 @@ class Inbox {
   std::uint64_t removes_sent() const noexcept {  // (IN7) seq_cst, pairs with (IN6)
     return posted_.load(std::memory_order_seq_cst) - lost_.load(std::memory_order_seq_cst);
   }
-  // Written under the shard lock; atomic so that readers without it get a (stale) value.
+  // (IN9) written under the shard lock; atomic so that readers without it get a (stale) value.
   std::uint64_t drained() const noexcept { return drained_.load(std::memory_order_relaxed); }
-  std::uint64_t removes_done() const noexcept { return done_.load(std::memory_order_relaxed); }
+  std::uint64_t removes_done() const noexcept { return done_.load(std::memory_order_relaxed); }  // (IN9)
 
   // -- the leader (shard lock held) ----------------------------------------------------------
   // Up to kMaxPasses bulk passes. Requests go to request(t, tag) at once; submissions go to
@@ -237,7 +241,7 @@ class Inbox {
       return false;
     }
   }
-  static void bump(std::atomic<std::uint64_t>& c) noexcept {  // shard lock held: one writer
+  static void bump(std::atomic<std::uint64_t>& c) noexcept {  // (IN9) shard lock held: one writer
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 

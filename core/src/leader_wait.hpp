@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include <kairos/detail/futex.hpp>
+#include <kairos/detail/steady_clock.hpp>
 #include <kairos/duration.hpp>
 
 #include "cache_line.hpp"

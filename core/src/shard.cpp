@@ -3,17 +3,20 @@
 //
 // The shard's protocols, one file each, in the order a task meets them:
 //   shard.hpp           producers: publish and the pending count (CT edges)
-//   shard_leader.cpp    the consumer path: drain, take in, wait, pop, run, after the run
+//   shard_leader.cpp    the consumer path: drain, take in, wait, pop, the batch loop (run, after
+//                       the run), shared with poll mode
+//   completion.hpp      how a task completes and how a run ends (complete, run_once)
 //   shard_cancel.cpp    cancel and the pin (CN edges)
 //   shard_rearm.cpp     re-arm (RA edges)
-//   shard_retire.cpp    drop, make room, the shutdown policies, take pending, settle
+//   shard_retire.cpp    drop, make room, the shutdown policies, take pending, cancel leftovers
 //   shard_poll.cpp      the same consumer path driven by the owner's loop (poll mode)
 //   shard_hooks.cpp     the execution hooks, purge(), the active count
 //
 // Ownership (who may touch what): see the member list of shard.hpp; every field there is marked
 // lock-free, written by one kind of thread, or guarded by mu_.
 //
-// The lock. mu_ guards the timer queue, the batches (staged_), and the fields marked in shard.hpp.
+// The lock. mu_ guards the timer queue, the running batches (batches_), and the fields marked in
+// shard.hpp.
 // Producers and cancellers never take it. No user code runs under it: a task reference or a
 // callable that must go while mu_ is held is put in graveyard_ (bury_later), and buried (released)
 // by the thread that holds mu_ right after it unlocks (unlock_and_bury). The lock is checked by
@@ -23,8 +26,12 @@
 // library so, warnings as errors). Most such functions take the holder's Lock&, to release it
 // while they wait or bury, and check it in debug builds (KAIROS_DCHECK).
 //
+// A completion under mu_ (a terminal transition: the policies, discard_oldest, the exit, a
+// periodic task's last run) is the CAS alone; the task goes to the graveyard, and bury finishes
+// the completion after the unlock (finish_completion, completion.hpp: the awaiter wake).
+//
 // Edges (each names its partner):
-//   (AW3) bury: a task cancelled under mu_ has its awaiters resumed here, with no lock held
+//   (AW3) bury: a task completed under mu_ has its awaiters resumed here, with no lock held
 //         (awaiters.cpp).
 #include <algorithm>
 
@@ -37,7 +44,7 @@ Shard::Shard(const EngineState& engine, unsigned index)
       index_(index),
       runners_(engine.opt.threads_per_shard),
       starts_(std::make_unique<StartCount[]>(runners_)) {
-  staged_.resize(runners_);
+  batches_.resize(runners_);
   graveyard_.reserve(2 * kMaxBatch);
   g_newest_for_testing.store(this, std::memory_order_relaxed);  // a test seam
   if (engine.loop_wake) wait_.set_loop_wake(engine.loop_wake.get());  // before any producer
@@ -63,10 +70,10 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
     auto bits = reinterpret_cast<std::uintptr_t>(item);
     TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kDropCallable);
     if (bits & kDropCallable) t->ops->drop_callable(t);
-    // (AW3) cancelled under mu_ (shutdown policies, discard_oldest, a cancelled periodic task's
-    // last run): its awaiters are resumed here, with no lock held.
+    // (AW3) completed under mu_ (cancelled by the shutdown policies, discard_oldest, the exit, a
+    // periodic task's last run): the completion finishes here, with no lock held.
     std::uint32_t s = t->state.load(std::memory_order_acquire);  // (RC2) when the count is 1
-    if ((s & kAwaited) && is_terminal(s)) wake_awaiters(t);
+    if (is_terminal(s)) finish_completion(t, s);
     // The scheduler's reference is the last (an execute() task, a dropped future): nobody else
     // can change the count any more, so the node goes without the RMW.
     if (only_reference(s)) t->ops->destroy(t);

@@ -36,6 +36,7 @@
 
 #include "batch_clock.hpp"
 #include "cache_line.hpp"
+#include "completion.hpp"
 #include "dcheck.hpp"
 #include "engine_state.hpp"
 #include "inbox.hpp"
@@ -164,7 +165,7 @@ class Shard {
   // ---- poll mode (shard_poll.cpp): the owner's thread is the shard's one runner ---------------
   // Runs the tasks due at `now` inline, at most `limit` taken from the queue; returns how many
   // executions started. `retired`: this call found the shard finished after a shutdown and
-  // settled it (once per shard; the engine then counts it like an exiting thread). A poll that
+  // cancelled what was left (once per shard; the engine then counts it like an exiting thread). A poll that
   // finds another poll of this shard in progress (a task calling poll()) returns 0.
   std::size_t poll(std::int64_t now, std::size_t limit, bool& retired) KAIROS_EXCLUDES(mu_);
   // The earliest deadline in the timer queue after taking in the inbox; kMaxNs if none is due
@@ -179,7 +180,7 @@ class Shard {
   void apply_shutdown() KAIROS_EXCLUDES(mu_);  // shutdown(), and a policy turned off after it
   void take_pending(std::vector<TaskBase*>& orphans) KAIROS_EXCLUDES(mu_);  // shutdown_now()
   void cancel_pending_in_place() noexcept KAIROS_EXCLUDES(mu_);  // the destructor, out of memory
-  void settle_if_dead() KAIROS_EXCLUDES(mu_);  // the destructor, after the threads are gone
+  void cancel_leftovers_if_dead() KAIROS_EXCLUDES(mu_);  // the destructor, after the threads are gone
   [[nodiscard]] bool idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t now)
       KAIROS_EXCLUDES(mu_);  // wait_idle()
   ShardStats stats() const KAIROS_EXCLUDES(mu_);
@@ -209,7 +210,7 @@ class Shard {
   // shard_leader.cpp, in the order of the data path:
   std::size_t lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) KAIROS_REQUIRES(mu_);
   bool must_exit(Lock& lk) const noexcept KAIROS_REQUIRES(mu_);
-  bool inbox_settled() const noexcept KAIROS_REQUIRES(mu_);  // reads the inbox's leader half
+  bool inbox_caught_up() const noexcept KAIROS_REQUIRES(mu_);  // reads the inbox's leader half
   // The inbox's two callbacks for a drain under mu_: confirmed submissions into the timer queue,
   // requests (remove, refile) applied. The inbox calls them back at once, on this thread.
   auto take_in_callback(Lock& lk) KAIROS_REQUIRES(mu_) {
@@ -243,12 +244,14 @@ class Shard {
       KAIROS_REQUIRES(mu_);
   std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) KAIROS_REQUIRES(mu_);
   bool start_stoppable(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
-  void run_task(Slot& slot, BatchClock& clock, unsigned runner) KAIROS_EXCLUDES(mu_);  // runs the task
-  void finish_run(TaskBase* t, bool ok) KAIROS_EXCLUDES(mu_);  // may report to on_uncaught
+  // The batch loop of both runners (run_worker, poll): held on entry and exit, released while the
+  // batch runs. Returns the executions started.
+  std::size_t run_batch(Lock& lk, Slot* batch, std::size_t n, unsigned runner, std::vector<TaskBase*>& grave)
+      KAIROS_REQUIRES(mu_);
+  void run_task(Slot& slot, BatchClock& clock, unsigned runner) KAIROS_EXCLUDES(mu_);  // runs the task (run_once)
   void run_hooked(TaskBase* t, std::int64_t deadline) KAIROS_EXCLUDES(mu_);  // run_task with Options' hooks (shard_hooks.cpp)
-  void finish_one_shot(TaskBase* t, bool ok) KAIROS_EXCLUDES(mu_);
-  void fail_periodic(TaskBase* t) KAIROS_EXCLUDES(mu_);
-  void next_deadline(TaskBase* t) noexcept;
+  // What run_once (completion.hpp) reports a failure to: on_uncaught, periodic_failures_.
+  RunContext run_context() noexcept { return {engine_.on_uncaught.get(), &periodic_failures_}; }
   void after_run(Lock& lk, const Slot& slot, bool taken) KAIROS_REQUIRES(mu_);
   // shard_poll.cpp:
   void drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound) KAIROS_REQUIRES(mu_);
@@ -268,22 +271,15 @@ class Shard {
   void refile(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool refiled_after_shutdown(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
   bool retained_after_rearm(TaskBase* t) noexcept KAIROS_REQUIRES(mu_);  // t's filed key stays put
-  TaskBase* settled_head(Lock& lk) KAIROS_REQUIRES(mu_);
-  // A task's place in the queue's order: (deadline, never, seq), as filed_before compares them.
-  struct Key {
-    std::int64_t deadline = 0;
-    std::uint32_t seq = 0;
-    bool never = false;
-    bool operator<(const Key& o) const noexcept { return key_before(deadline, never, seq, o.deadline, o.never, o.seq); }
-  };
-  static std::optional<Key> newest_key(TaskBase* t) noexcept;  // any thread: a snapshot
+  TaskBase* head_at_newest_key(Lock& lk) KAIROS_REQUIRES(mu_);
+  static std::optional<FiledKey> newest_key(TaskBase* t) noexcept;  // any thread: a snapshot
   // shard_retire.cpp:
   void drop(Lock& lk, TaskBase* t, bool drop_callable) KAIROS_REQUIRES(mu_);
   void drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable = false) KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool cancel_in_batch(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
   void apply_policies(Lock& lk) KAIROS_REQUIRES(mu_);
   bool allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) const noexcept KAIROS_REQUIRES(mu_);
-  void settle_after_exit(Lock& lk) KAIROS_REQUIRES(mu_);
+  void cancel_leftovers(Lock& lk) KAIROS_REQUIRES(mu_);
   // shard.cpp: the graveyard.
   void bury_later(TaskBase* t, bool drop_callable = false) KAIROS_REQUIRES(mu_) {
     graveyard_.push_back(reinterpret_cast<TaskBase*>(reinterpret_cast<std::uintptr_t>(t) |
@@ -317,7 +313,7 @@ class Shard {
 
   const EngineState& engine_;
   const unsigned index_;
-  // Per runner (staged_'s index), on lines of their own: the executions it started
+  // Per runner (batches_'s index), on lines of their own: the executions it started
   // (count_started). The pointer and the count never change after construction: read-only here.
   struct alignas(kCacheLine) StartCount {
     std::atomic<std::int64_t> n{0};
@@ -339,9 +335,10 @@ class Shard {
   std::condition_variable followers_cv_;  // waited on under mu_ (a follower for the leadership)
   TimerQueue queue_ KAIROS_GUARDED_BY(mu_);
   std::vector<TaskBase*> running_stoppable_ KAIROS_GUARDED_BY(mu_);  // executions shutdown_now must ask to stop
-  // Per worker: due tasks it popped and has not started (still kPending: a cancel, discard_oldest
-  // or shutdown_now can take them); nullptr where shutdown_now took one.
-  std::vector<std::vector<TaskBase*>> staged_ KAIROS_GUARDED_BY(mu_);
+  // Per runner (a worker, or the poller: batches_[0]): the batch it popped and runs now, the tasks
+  // not started yet still kPending (a cancel, discard_oldest or shutdown_now can take them);
+  // nullptr where shutdown_now took one (run_batch).
+  std::vector<std::vector<TaskBase*>> batches_ KAIROS_GUARDED_BY(mu_);
   std::vector<TaskBase*> graveyard_ KAIROS_GUARDED_BY(mu_);
   bool has_leader_ KAIROS_GUARDED_BY(mu_) = false;
   bool polling_ KAIROS_GUARDED_BY(mu_) = false;  // poll mode: a poll() holds the runner's role (also while unlocked)
@@ -356,7 +353,7 @@ class Shard {
   std::atomic<std::int64_t> departed_{0};  // see "Counting": an RMW (the starts were not)
   std::atomic<std::uint64_t> ran_{0};
   std::atomic<std::uint64_t> cancelled_{0};
-  std::atomic<std::uint64_t> periodic_failures_{0};  // the runners, no lock: a relaxed RMW
+  std::atomic<std::uint64_t> periodic_failures_{0};  // the runners, no lock: a relaxed RMW (run_once)
   LatencyHistogram lateness_ KAIROS_GUARDED_BY(mu_);  // after_run records, stats() copies
   AdaptiveWindow adaptive_{engine_.opt.wait};  // the spin window: leader-written (wait_for, mu_ released)
 };

@@ -13,6 +13,7 @@
 #include <exception>
 #include <vector>
 
+#include "completion.hpp"
 #include "shard.hpp"
 
 namespace kairos::detail {
@@ -20,12 +21,12 @@ namespace {
 
 // decorate_task's `run`: the first call runs the task; later ones do nothing. invoke() keeps
 // the task's exception in the node, so nothing leaves here.
-struct RunOnce {
+struct InvokeOnce {
   TaskBase* t;
   bool ran = false;
   bool ok = false;
   static void call(void* p) {
-    auto* r = static_cast<RunOnce*>(p);
+    auto* r = static_cast<InvokeOnce*>(p);
     if (r->ran) return;
     r->ran = true;
     r->ok = r->t->ops->invoke(r->t);
@@ -43,16 +44,19 @@ void guarded(const EngineState& e, Fn&& fn) noexcept {
 
 }  // namespace
 
-// The tail of run_task (no lock held; t is kRunning and this thread owns the run).
+// The tail of run_task (no lock held; t is kRunning and this thread owns the run): run_once
+// (completion.hpp) with the hooks around the invocation; after_execute once the run is complete.
 void Shard::run_hooked(TaskBase* t, std::int64_t deadline) {
   const Options& o = engine_.opt;
   const ExecutionInfo info{t, deadline, index_, t->periodic()};
-  if (o.before_execute) guarded(engine_, [&] { o.before_execute(info); });
-  RunOnce run{t};
-  if (o.decorate_task) guarded(engine_, [&] { o.decorate_task(info, RunFn(&RunOnce::call, &run)); });
-  RunOnce::call(&run);  // the decorator did not run it (or threw first): the run still happens
-  const bool ok = run.ok;
-  finish_run(t, ok);
+  auto invoke = [&] {
+    if (o.before_execute) guarded(engine_, [&] { o.before_execute(info); });
+    InvokeOnce run{t};
+    if (o.decorate_task) guarded(engine_, [&] { o.decorate_task(info, RunFn(&InvokeOnce::call, &run)); });
+    InvokeOnce::call(&run);  // the decorator did not run it (or threw first): the run still happens
+    return run.ok;
+  };
+  const bool ok = run_once(t, invoke, true, [this] { return engine_.now_ns(); }, run_context()).ok;
   if (o.after_execute) {
     std::exception_ptr e = ok ? nullptr : stored_error(t);
     guarded(engine_, [&] { o.after_execute(info, e); });

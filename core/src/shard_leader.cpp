@@ -1,7 +1,8 @@
 // shard_leader.cpp: the consumer path of a shard, in the order a task travels it: the leader
 // drains the inbox and takes the confirmed submissions into the timer queue, waits for the
 // earliest deadline, pops what is due into a batch, hands the leadership on, runs the batch with
-// no lock held, and files each task after its run (re-queue, or bury).
+// no lock held, and files each task after its run (re-queue, or bury). The batch loop
+// (run_batch) is the poller's too (shard_poll.cpp); each run ends in run_once (completion.hpp).
 //
 // Leader/followers. A shard's threads share one mutex, mu_. The thread that finds no leader
 // (has_leader_) becomes it and loops in lead() until it holds a batch; it then promotes a
@@ -17,10 +18,10 @@
 // count read of the wait protocol).
 //
 // Ownership (who may touch what):
-//   queue_, staged_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
+//   queue_, batches_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
 //   a popped task             its runner owns its deadline and seq until it is filed again
-//                             (next_deadline writes them with no lock; lifecycle calls read a
-//                             relaxed snapshot, newest_key); it stays kPending in staged_ until
+//                             (advance_period writes them with no lock; lifecycle calls read a
+//                             relaxed snapshot, newest_key); it stays kPending in batches_ until
 //                             its runner starts it, so a cancel, discard_oldest or shutdown_now
 //                             can still take it there.
 //   the task's state word     CAS only (detail/task.hpp); kQueued is set here, once (TI1).
@@ -45,6 +46,7 @@
 
 #include <kairos/wait.hpp>
 
+#include "completion.hpp"
 #include "shard.hpp"
 #include "threads.hpp"
 
@@ -55,10 +57,8 @@ void Shard::run_worker(unsigned index) {
   std::vector<TaskBase*> grave;
   grave.reserve(2 * kMaxBatch);
   Lock lk(mu_);
-  std::vector<TaskBase*>& staged = staged_[index];
-  staged.reserve(kMaxBatch);
+  batches_[index].reserve(kMaxBatch);
   Slot batch[kMaxBatch];
-  const bool followers = engine_.opt.threads_per_shard > 1;
   for (;;) {
     while (has_leader_ && !must_exit(lk)) followers_cv_.wait(lk.native());
     if (must_exit(lk)) break;
@@ -66,21 +66,40 @@ void Shard::run_worker(unsigned index) {
     std::size_t n = lead(lk, batch, grave);
     has_leader_ = false;
     if (n == 0) continue;  // must_exit became true
-    for (std::size_t i = 0; i < n; ++i) staged.push_back(batch[i].task);
-    running_ += 1;
-    if (followers) followers_cv_.notify_one();  // promote a follower
-    unlock_and_bury(lk, grave);
-    BatchClock clock(engine_.manual == nullptr);
-    for (std::size_t i = 0; i < n; ++i) run_task(batch[i], clock, index);
-    lk.lock();
-    for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], staged[i] == nullptr);
-    staged.clear();
-    running_ -= 1;
+    (void)run_batch(lk, batch, n, index, grave);
   }
-  if (--threads_alive_ == 0) settle_after_exit(lk);
+  if (--threads_alive_ == 0) cancel_leftovers(lk);
   followers_cv_.notify_all();
   wait_.wake();  // a leader asleep on the futex re-checks must_exit too
   unlock_and_bury(lk, grave);
+}
+
+// ---- the batch loop: one popped batch, run and filed --------------------------------------------
+// The one loop of every runner, a worker thread (run_worker) or a poll (Shard::poll,
+// shard_poll.cpp), as Asio's run() and poll() share do_run_one: the popped tasks wait in the
+// runner's batches_ entry (still kPending: a cancel, discard_oldest or shutdown_now can take
+// them there), a follower is promoted, the graveyard is buried, each task runs with mu_ released
+// (run_task), and under mu_ again each is filed (after_run). mu_ held on entry and exit. Returns
+// how many executions started.
+std::size_t Shard::run_batch(Lock& lk, Slot* batch, std::size_t n, unsigned runner, std::vector<TaskBase*>& grave) {
+  KAIROS_DCHECK(lk.owns_lock() && n > 0 && n <= kMaxBatch);
+  std::vector<TaskBase*>& popped = batches_[runner];
+  for (std::size_t i = 0; i < n; ++i) popped.push_back(batch[i].task);
+  running_ += 1;
+  if (engine_.opt.threads_per_shard > 1) followers_cv_.notify_one();  // promote a follower
+  unlock_and_bury(lk, grave);
+  // Poll mode: every start is the poll's `now` (Shard::poll sets them), no clock read here.
+  BatchClock clock(engine_.manual == nullptr && !engine_.opt.poll_mode);
+  std::size_t started = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    run_task(batch[i], clock, runner);
+    started += batch[i].started;
+  }
+  lk.lock(mu_);
+  for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], popped[i] == nullptr);
+  popped.clear();
+  running_ -= 1;
+  return started;
 }
 
 // ---- the leader's loop --------------------------------------------------------------------------
@@ -137,10 +156,10 @@ bool Shard::must_exit(Lock& lk) const noexcept {
   RunState st = engine_.state();
   if (st == RunState::kActive) return false;
   if (st >= RunState::kShutdownNow) return pending_taken_;
-  return queue_.empty() && running_ == 0 && inbox_settled();
+  return queue_.empty() && running_ == 0 && inbox_caught_up();
 }
 
-bool Shard::inbox_settled() const noexcept {
+bool Shard::inbox_caught_up() const noexcept {
   return !inbox_.has_unconfirmed() && inbox_.drained() == inbox_.submitted() &&
          inbox_.removes_done() == inbox_.removes_sent();
 }
@@ -169,7 +188,7 @@ bool Shard::drain_all(Lock& lk) {
 // Nothing is lost and nothing throws on a runner; submissions meanwhile get bad_alloc when the
 // pool cannot grow, and everything goes on once memory is back.
 std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
-  const std::size_t in_batches = kMaxBatch * staged_.size();
+  const std::size_t in_batches = kMaxBatch * batches_.size();
   if (!queue_.try_reserve(queue_.size() + in_batches + confirmed.size()) ||
       !reserve_graveyard(confirmed.size()))
     return 0;
@@ -264,7 +283,7 @@ void Shard::apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) {
 // False (disarmed) if one of them must be looked at first: it is due, or earlier than deadline.
 bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
   wait_.arm(deadline);                        // (LW2)
-  std::uint64_t counted = inbox_.submitted();  // the count read: pairs with (IN1)
+  std::uint64_t counted = inbox_.submitted();  // the count read (IN5): pairs with (IN1)
   if (inbox_.drained() >= counted) return true;
   // A few submissions passed (IN1) before the count read: drain until they are here (they may be
   // between their seq and their enqueue: a few instructions). Later ones see (LW2) themselves.
@@ -368,8 +387,10 @@ bool Shard::start_stoppable(Lock& lk, TaskBase* t) {
 }
 
 // ---- run: one execution, no lock held -----------------------------------------------------------
-// Starts and runs one execution. Leaves slot.started false if the task was cancelled or taken by
-// shutdown_now() while it waited in the batch.
+// Starts and runs one execution; run_once (completion.hpp) completes it, or sets a periodic
+// task's next deadline (at the end of the run: fixed delay needs it) for after_run to re-queue.
+// Leaves slot.started false if the task was cancelled or taken by shutdown_now() while it waited
+// in the batch.
 // The start is the last step before the invocation. A cancel that wins against a task started
 // here (kRunning -> kCancelled) comes after the start, as one during the run does: the run goes
 // on and the future says cancelled. So a cancel that wins kPending -> kCancelled is the only one
@@ -398,44 +419,7 @@ void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner) {
     return;
   }
   if (engine_.exec_hooks) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
-  finish_run(t, t->ops->invoke(t));  // a one-shot task's callable is gone when invoke returns
-}
-
-// After a run (the runner, no lock): completes a one-shot task's future, stops a periodic task
-// that threw, or computes its next deadline (here, at the end of the run: fixed delay needs it).
-void Shard::finish_run(TaskBase* t, bool ok) {
-  if (!t->periodic()) finish_one_shot(t, ok);
-  else if (!ok) fail_periodic(t);
-  else next_deadline(t);
-}
-
-void Shard::finish_one_shot(TaskBase* t, bool ok) {
-  if (ok) {
-    // Nobody holds a handle (execute(), a dropped future): no one can read the result, wait for
-    // it or cancel, so the run ends without the CAS and the node goes at its burial (RC2).
-    if (sole_owner(t)) return;
-    transition(t, kRunning, kNormal);
-  } else if (transition(t, kRunning, kExceptional) && (t->flags & kNoFuture)) {
-    report_uncaught(*engine_.on_uncaught, stored_error(t));
-  }
-}
-
-void Shard::fail_periodic(TaskBase* t) {
-  if (transition(t, kRunning, kExceptional)) {
-    periodic_failures_.fetch_add(1, std::memory_order_relaxed);
-    report_uncaught(*engine_.on_uncaught, stored_error(t));
-  }
-  t->ops->drop_callable(t);  // no run follows
-}
-
-// The runner owns t's deadline and seq between pop and re-queue; delay() reads the deadline
-// through an atomic_ref (relaxed: a snapshot).
-void Shard::next_deadline(TaskBase* t) noexcept {
-  const NextRun next = next_run(t, [this] { return engine_.now_ns(); });
-  // A first run due "never" can only have been a caller_runs one; the next has a real time.
-  // Relaxed atomic stores: lifecycle calls read both as a snapshot (newest_key) without the lock.
-  std::atomic_ref<std::uint8_t>(t->never).store(next.never ? 1 : 0, std::memory_order_relaxed);
-  std::atomic_ref<std::int64_t>(t->deadline).store(next.ns, std::memory_order_relaxed);
+  (void)run_once(t, [t] { return t->ops->invoke(t); }, true, [this] { return engine_.now_ns(); }, run_context());
 }
 
 // ---- after the run: re-queue or bury, under mu_ -------------------------------------------------
@@ -470,6 +454,7 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
       if (has_leader_) (void)wait_.notify_earlier(t->never_due() ? kMaxNs : t->deadline);  // a leader: no loop to call back
       return;
     }
+    // A completion under mu_: the CAS here, the awaiter wake after the unlock (bury).
     if (transition(t, kRunning, kCancelled)) bump(cancelled_);
   }
   bury_later(t, t->periodic());  // a periodic task's callable goes with its last run

@@ -1,18 +1,19 @@
 // shard_poll.cpp: a shard driven by its owner's loop (Options::poll_mode, docs/poll-mode.md).
 //
 // The poller takes the role a worker thread has in run_worker, for one pass and without ever
-// waiting: drain the inbox, pop what is due at the caller's `now`, run it with mu_ released,
-// re-queue or bury under mu_: the functions of shard_leader.cpp. Everything else is shared with
+// waiting: drain the inbox, pop what is due at the caller's `now`, and hand each batch to the
+// batch loop both share (run_batch, shard_leader.cpp: run with mu_ released, re-queue or bury
+// under mu_). Everything else is shared with
 // the threaded shard, unchanged: producers, cancellers and re-armers talk to the shard through
 // the same inbox and state words (they cannot tell a poller from a leader), and the lifecycle
-// calls see the poller's batch in staged_[0] like a worker's.
+// calls see the poller's batch in batches_[0] like a worker's.
 //
 // Who owns what. polling_ (under mu_) is the runner's role: one poll at a time holds it, also
 // while it runs tasks with mu_ released; a second poll (another thread, or a task calling
 // poll()) finds it held and returns 0. The shard counts its poller as its one thread from
 // construction (threads_alive_ == 1), so shutdown and the destructor treat it as alive until a
-// poll — or the engine's close() — retires it: the same settle a last worker thread does
-// (shard_retire.cpp).
+// poll — or the engine's close() — retires it: the same cancel_leftovers a last worker thread
+// does (shard_retire.cpp).
 // Nobody waits on the shard's LeaderWait: a producer's notify finds it unarmed and costs a load.
 #include <algorithm>
 #include <exception>
@@ -38,7 +39,6 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
   // Every submission made before this call is confirmed before anything is popped, however many
   // there are: a burst larger than one drain's passes does not make this poll run nothing.
   const std::uint64_t counted = inbox_.submitted(), seq_bound = inbox_.seqs_taken();
-  std::vector<TaskBase*>& staged = staged_[0];
   Slot batch[kMaxBatch];
   std::size_t taken = 0, started = 0;
   // Nothing below throws on its own (the queue grows only where a refusal is survivable:
@@ -57,7 +57,7 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
     else drain(lk);
     if (must_exit(lk)) {  // finished after a shutdown: the poller retires like a last thread
       --threads_alive_;
-      settle_after_exit(lk);
+      cancel_leftovers(lk);
       retired = true;
       break;
     }
@@ -65,21 +65,9 @@ std::size_t Shard::poll(std::int64_t now, std::size_t limit, bool& retired) {
     std::size_t n = pop_due(lk, now, batch, std::min(kMaxBatch, limit - taken));
     if (n == 0) break;
     taken += n;
-    for (std::size_t i = 0; i < n; ++i) {
-      batch[i].start = now;  // lateness as the loop sees it: its `now` against the deadline
-      staged.push_back(batch[i].task);
-    }
-    running_ += 1;
-    unlock_and_bury(lk, grave);
-    BatchClock unused(false);  // the starts are the poll's `now`, set above
-    for (std::size_t i = 0; i < n; ++i) {
-      run_task(batch[i], unused, 0);  // the poller is runner 0 (staged_[0])
-      started += batch[i].started;
-    }
-    lk.lock();
-    for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], staged[i] == nullptr);
-    staged.clear();
-    running_ -= 1;
+    // Lateness as the loop sees it: its `now` against the deadline (run_task reads no clock).
+    for (std::size_t i = 0; i < n; ++i) batch[i].start = now;
+    started += run_batch(lk, batch, n, 0, grave);  // the poller is runner 0 (batches_[0])
   }
   polling_ = false;
   unlock_and_bury(lk, grave);
@@ -127,11 +115,11 @@ std::int64_t Shard::earliest_deadline() {
 std::int64_t Shard::effective_earliest(Lock& lk) {
   KAIROS_DCHECK(lk.owns_lock());
   std::int64_t d = kMaxNs;
-  if (TaskBase* head = settled_head(lk); head != nullptr && !head->never_due()) d = head->deadline;
-  for (std::vector<TaskBase*>& staged : staged_)
-    for (TaskBase* t : staged) {
+  if (TaskBase* head = head_at_newest_key(lk); head != nullptr && !head->never_due()) d = head->deadline;
+  for (const std::vector<TaskBase*>& popped : batches_)
+    for (TaskBase* t : popped) {
       if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
-      std::optional<Key> k = newest_key(t);
+      std::optional<FiledKey> k = newest_key(t);
       if (k && !k->never) d = std::min(d, k->deadline);
     }
   return d;

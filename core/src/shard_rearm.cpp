@@ -151,16 +151,16 @@ bool Shard::refiled_after_shutdown(Lock& lk, TaskBase* t) {
 // The key a task waiting in a runner's batch waits for now (its runner may start it meanwhile,
 // without mu_): the one it was filed at, or, for a task re-armed since, the newest one, read while
 // RA1/RA2 hold off a re-arm and the runner's start. Nothing if it is no longer pending. A periodic
-// task's runner moves its deadline and its never byte when its run ends (next_deadline, no
+// task's runner moves its deadline and its never byte when its run ends (advance_period, no
 // lock), hence the atomic loads: a snapshot, which the caller's transition out of kPending then
 // confirms or refutes (a task that started meanwhile is not taken).
-std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
+std::optional<FiledKey> Shard::newest_key(TaskBase* t) noexcept {
   if (!(t->flags & kRearmable))
-    return Key{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed), t->seq,
+    return FiledKey{std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed), t->seq,
                std::atomic_ref<std::uint8_t>(t->never).load(std::memory_order_relaxed) != 0};
   if (!lock_pending(t)) return std::nullopt;  // (RA1)
   auto* r = static_cast<RearmBase*>(t);
-  Key k{r->latest_deadline, r->latest_seq, r->latest_never != 0};
+  FiledKey k{r->latest_deadline, r->latest_seq, r->latest_never != 0};
   unlock_pending(t);  // (RA2)
   return k;
 }
@@ -168,7 +168,7 @@ std::optional<Shard::Key> Shard::newest_key(TaskBase* t) noexcept {
 // The head of the timer queue at its newest key: a head re-armed since it was filed goes back in
 // line first, so that discard_oldest cancels (and next_deadline reports) the task that is
 // earliest now.
-TaskBase* Shard::settled_head(Lock& lk) {
+TaskBase* Shard::head_at_newest_key(Lock& lk) {
   KAIROS_DCHECK(lk.owns_lock());
   while (!queue_.empty()) {
     TaskBase* t = queue_.top();

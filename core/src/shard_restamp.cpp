@@ -7,7 +7,7 @@
 // (the leader's, a poll's, next_deadline()'s, a lifecycle call's).
 //
 // Which stamps. Every place a stamp of this shard lives while it may still be compared:
-//   - the timer queue (heap and runs) and the runners' batches (staged_): mu_ is held, and no
+//   - the timer queue (heap and runs) and the runners' batches (batches_): mu_ is held, and no
 //     runner writes a seq without mu_, except a re-armable task's start adopting its latest key
 //     (try_start_rearmable), which holds the task in kRearming;
 //   - a re-armable task's filed and latest key (RearmBase::latest_seq): read and written only
@@ -81,7 +81,7 @@ void Shard::restamp(Lock& lk) {
   Gathered g{static_cast<std::uint32_t>(reference), {}, {}};
   try {
     queue_.for_each([&](TaskBase* t) { g.task(t); });
-    for (std::vector<TaskBase*>& batch : staged_)
+    for (std::vector<TaskBase*>& batch : batches_)
       for (TaskBase* t : batch)
         if (t != nullptr && !TimerQueue::queued(t)) g.task(t);
   } catch (const std::bad_alloc&) {  // nothing renumbered: the next drain tries again

@@ -1,9 +1,9 @@
 // shard_retire.cpp: how tasks leave a shard without running, and how the shard ends: drop,
-// make room (discard_oldest), the shutdown policies, take pending (shutdown_now), and the settle
-// that every end goes through.
+// make room (discard_oldest), the shutdown policies, take pending (shutdown_now), and the
+// cancelling of what is left (cancel_leftovers) that every end goes through.
 //
 // Ownership (who may touch what):
-//   queue_, staged_, graveyard_, threads_alive_, pending_taken_   mu_; every call here takes it.
+//   queue_, batches_, graveyard_, threads_alive_, pending_taken_   mu_; every call here takes it.
 //   a dropped task            its references and callable go after mu_ (bury_later, then
 //                             unlock_and_bury, shard.cpp): no user code runs under mu_.
 //   a task taken by shutdown_now   kOrphan: its scheduler reference now belongs to the caller.
@@ -12,7 +12,7 @@
 //
 // One exit. The shard's last thread (run_worker's exit, shard_leader.cpp), a thread that never
 // started, the poller's retirement (shard_poll.cpp), a submission that saw shutdown only after its
-// enqueue, and the destructor all end in settle_after_exit under mu_: whatever is still pending
+// enqueue, and the destructor all end in cancel_leftovers under mu_: whatever is still pending
 // there (in the inbox, confirmed or not, and in the queue) is cancelled and dropped. After
 // shutdown_now() took the tasks (pending_taken_), nothing is left for it but what raced the end.
 //
@@ -53,20 +53,19 @@ void Shard::drop_cancelled(Lock& lk, TaskBase* t, bool drop_callable) {
 // in a runner's batch, whichever is earlier. False if there is none.
 bool Shard::make_room() {
   std::vector<TaskBase*> grave;
-  TaskBase* staged_victim = nullptr;  // its callable goes after mu_, under a reference of ours
   Lock lk(mu_);
   drain_all(lk);
   wait_.wake();  // what was drained here may be earlier than the deadline the leader waits for
   bool made = false;
   while (!made) {
-    TaskBase* oldest = settled_head(lk);
-    Key oldest_key = oldest == nullptr ? Key{} : Key{oldest->deadline, oldest->seq, oldest->never_due()};
+    TaskBase* oldest = head_at_newest_key(lk);
+    FiledKey oldest_key = oldest == nullptr ? FiledKey{} : filed_key(oldest);
     bool in_batch = false;
-    for (auto& staged : staged_)
-      for (TaskBase* t : staged) {
+    for (const std::vector<TaskBase*>& popped : batches_)
+      for (TaskBase* t : popped) {
         if (t == nullptr || (t->state.load(std::memory_order_acquire) & kStateMask) != kPending) continue;  // (TI2)
-        std::optional<Key> k = newest_key(t);  // re-armed while it waited: re-filed at that key
-        if (k && (oldest == nullptr || *k < oldest_key)) {
+        std::optional<FiledKey> k = newest_key(t);  // re-armed while it waited: re-filed at that key
+        if (k && (oldest == nullptr || filed_before(*k, oldest_key))) {
           oldest = t;
           oldest_key = *k;
           in_batch = true;
@@ -74,9 +73,10 @@ bool Shard::make_room() {
       }
     if (oldest == nullptr) break;
     if (in_batch) {
+      if (!reserve_graveyard(1)) break;  // no memory to bury it: no room made (nothing throws)
       if (!cancel_in_batch(lk, oldest)) continue;  // started or cancelled meanwhile
-      add_ref(oldest);
-      staged_victim = oldest;
+      add_ref(oldest);  // ours: its callable and awaiters go after mu_ (bury), its node with its runner
+      bury_later(oldest, /*drop_callable=*/true);
     } else {
       queue_.pop();
       drop_cancelled(lk, oldest, transition(oldest, kPending, kCancelled));  // a retained cancelled
@@ -85,17 +85,12 @@ bool Shard::make_room() {
     made = true;
   }
   unlock_and_bury(lk, grave);
-  if (staged_victim != nullptr) {
-    staged_victim->ops->drop_callable(staged_victim);
-    if (staged_victim->state.load(std::memory_order_acquire) & kAwaited) wake_awaiters(staged_victim);  // (AW3)
-    release(staged_victim);
-  }
   return made;
 }
 
 // A pending task waiting in a runner's batch, cancelled where it is (mu_ held): its runner will
-// find it cancelled and drop it; kRemoved: counted out here already. The caller releases its
-// callable and resumes its awaiters after mu_ (make_room, or bury with kDropCallable). False if
+// find it cancelled and drop it; kRemoved: counted out here already. The caller takes a reference
+// and buries it with kDropCallable: its callable and its awaiters go after mu_ (bury). False if
 // it started or was cancelled meanwhile.
 bool Shard::cancel_in_batch(Lock& lk, TaskBase* t) {
   KAIROS_DCHECK(lk.owns_lock());
@@ -129,7 +124,7 @@ void Shard::apply_policies(Lock& lk) {
     return s == kCancelled || !allowed_after_shutdown(lk, t, now);
   };
   std::size_t in_batches = 0;
-  for (const std::vector<TaskBase*>& staged : staged_) in_batches += staged.size();
+  for (const std::vector<TaskBase*>& popped : batches_) in_batches += popped.size();
   if (!reserve_graveyard(queue_.size() + in_batches)) {
     // No memory to bury them now: cancelled in place (their callables go with their nodes),
     // they leave the queue at their deadline like any retained cancelled task.
@@ -148,10 +143,10 @@ void Shard::apply_policies(Lock& lk) {
   // released after mu_ under a reference of ours (bury), its node by its runner. Only a
   // re-armable task can have moved, and only a delayed one can be refused: one read of its keys.
   if (engine_.exec_delayed.load(std::memory_order_acquire)) return;  // (PO2) delayed tasks stay
-  for (const std::vector<TaskBase*>& staged : staged_)
-    for (TaskBase* t : staged) {
+  for (const std::vector<TaskBase*>& popped : batches_)
+    for (TaskBase* t : popped) {
       if (t == nullptr || !(t->flags & kRearmable)) continue;
-      const std::optional<Key> k = newest_key(t);  // nullopt: no longer pending
+      const std::optional<FiledKey> k = newest_key(t);  // nullopt: no longer pending
       // The filed key as a snapshot: its runner adopts a re-arm without mu_ (try_start), and
       // then refiles it itself, judged again at that key (refiled_after_shutdown).
       const bool moved = k && (k->deadline != std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed) ||
@@ -171,7 +166,7 @@ bool Shard::allowed_after_shutdown(Lock& lk, TaskBase* t, std::int64_t now) cons
   if (t->periodic()) return engine_.continue_periodic.load(std::memory_order_acquire);  // (PO2)
   if (engine_.exec_delayed.load(std::memory_order_acquire)) return true;                // (PO2)
   if (!(t->flags & kRearmable)) return is_due(t, now);
-  std::optional<Key> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
+  std::optional<FiledKey> k = newest_key(t);  // nullopt: no longer pending (cancelled, started)
   return k ? (k->deadline <= now && !k->never) : is_due(t, now);
 }
 
@@ -194,17 +189,17 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
       drop_cancelled(lk, t);
     }
   };
-  for (bool settled = false; !settled;) {
-    settled = drain_all(lk);  // false: the queue could not take some in; they are taken from the inbox
+  for (bool drained = false; !drained;) {
+    drained = drain_all(lk);  // false: the queue could not take some in; they are taken from the inbox
     std::size_t n = queue_.size() + inbox_.unconfirmed_count();
-    for (const std::vector<TaskBase*>& staged : staged_) n += staged.size();
+    for (const std::vector<TaskBase*>& popped : batches_) n += popped.size();
     orphans.reserve(orphans.size() + n);  // std::bad_alloc: nothing of this round taken yet
     if (!reserve_graveyard(n)) throw std::bad_alloc();
     inbox_.take_unconfirmed(take);
     queue_.remove_if([](TaskBase*) { return true; }, take);
   }
-  for (std::vector<TaskBase*>& staged : staged_) {
-    for (TaskBase*& t : staged) {
+  for (std::vector<TaskBase*>& popped : batches_) {
+    for (TaskBase*& t : popped) {
       if (t != nullptr && transition(t, kPending, kOrphan)) {  // (RT1)
         if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();  // as above
         add_ref(t);  // the Task's; the runner releases the batch's own
@@ -224,18 +219,18 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
 
 // The destructor, when shutdown_now() could not allocate its list: what waits in a runner's
 // batch is cancelled where it is (its runner drops it; its callable goes with its node), the
-// rest is left to settle_after_exit, which the exit of this shard's threads (or poller) runs.
+// rest is left to cancel_leftovers, which the exit of this shard's threads (or poller) runs.
 void Shard::cancel_pending_in_place() noexcept {
   Lock lk(mu_);
-  for (std::vector<TaskBase*>& staged : staged_)
-    for (TaskBase* t : staged)
+  for (std::vector<TaskBase*>& popped : batches_)
+    for (TaskBase* t : popped)
       if (t != nullptr) transition(t, kPending, kCancelled);
   pending_taken_ = true;
   wait_.wake();
   followers_cv_.notify_all();
 }
 
-// ---- settle: the one exit -----------------------------------------------------------------------
+// ---- cancel leftovers: the one exit --------------------------------------------------------
 void Shard::add_thread() {
   Lock lk(mu_);
   ++threads_alive_;
@@ -244,31 +239,31 @@ void Shard::add_thread() {
 void Shard::thread_not_started() noexcept {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);
-  if (--threads_alive_ == 0) settle_after_exit(lk);
+  if (--threads_alive_ == 0) cancel_leftovers(lk);
   unlock_and_bury(lk, grave);
 }
 
 // A submission that saw the scheduler shut down only after it was enqueued. Under mu_ the shard's
-// threads are either still there (they will drain it: their exit waits for the inbox to settle)
-// or gone; then this thread drains the inbox and settles what it finds.
+// threads are either still there (they will drain it: their exit waits for the inbox to catch up)
+// or gone; then this thread drains the inbox and cancels what it finds.
 void Shard::after_racing_shutdown() {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);
-  if (threads_alive_ == 0) settle_after_exit(lk);
+  if (threads_alive_ == 0) cancel_leftovers(lk);
   else wait_.wake();
   unlock_and_bury(lk, grave);
 }
 
 // The destructor, after the threads are gone.
-void Shard::settle_if_dead() {
+void Shard::cancel_leftovers_if_dead() {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);
-  if (threads_alive_ == 0) settle_after_exit(lk);
+  if (threads_alive_ == 0) cancel_leftovers(lk);
   unlock_and_bury(lk, grave);
 }
 
 // The shard's last thread is gone: nothing may stay pending in it.
-void Shard::settle_after_exit(Lock& lk) {
+void Shard::cancel_leftovers(Lock& lk) {
   KAIROS_DCHECK(lk.owns_lock() && threads_alive_ == 0);
   // No order is needed here: everything left is cancelled, in place (no list of them is built).
   auto drop_one = [&](TaskBase* t) {  // the lambdas here run at once, on this thread: under mu_

@@ -68,14 +68,14 @@ class SortedRun {
   // True if this run's back sorts before o's back (both not empty): the timer queue appends a
   // task to the run with the latest back that it does not precede.
   bool back_before(const SortedRun& o) const noexcept {
-    return before(back_deadline_, back_seq_, o.back_deadline_, o.back_seq_);
+    return filed_before(FiledKey{back_deadline_, back_seq_}, FiledKey{o.back_deadline_, o.back_seq_});
   }
 
   // True if an earlier later_at_back() that gave up showed that t sorts before more than `max`
   // tasks at the back (the run unchanged since): a stream of keys in random order, which the
   // run refuses, costs one comparison each.
   bool known_to_refuse(const TaskBase* t) const noexcept {
-    return refused_below_ && before(t->deadline, t->seq, refused_deadline_, refused_seq_);
+    return refused_below_ && filed_before(FiledKey{t->deadline, t->seq}, FiledKey{refused_deadline_, refused_seq_});
   }
 
   // How many tasks at the back sort after t, if at most `max` do and no more than a few holes
@@ -89,7 +89,7 @@ class SortedRun {
         if (++holes > 8) return max + 1;
         continue;
       }
-      if (before(x->deadline, x->seq, t->deadline, t->seq)) break;
+      if (filed_before(x, t)) break;
       if (++later > max) {  // x is the (max + 1)-th: whatever sorts before it is refused too
         refused_below_ = true;
         refused_deadline_ = x->deadline;
@@ -222,11 +222,6 @@ class SortedRun {
   }
 
  private:
-  // Never-due tasks take the heap (timer_queue.hpp), so every key here is a due one.
-  static bool before(std::int64_t ad, std::uint32_t as, std::int64_t bd, std::uint32_t bs) noexcept {
-    return key_before(ad, false, as, bd, false, bs);
-  }
-
   std::size_t slot(std::uint64_t position) const noexcept {
     return static_cast<std::size_t>(position) & (ring_.size() - 1);
   }

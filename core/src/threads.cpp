@@ -14,6 +14,7 @@
 #include <string>
 
 #include <kairos/detail/futex.hpp>
+#include <kairos/detail/steady_clock.hpp>
 
 #include "threads.hpp"
 

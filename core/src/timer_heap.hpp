@@ -35,10 +35,6 @@ class TimerHeap {
   explicit TimerHeap(std::uint64_t window_bytes = kWindowBytes) noexcept
       : window_(window_bytes < kWindowBytes ? window_bytes : kWindowBytes) {}
 
-  // Equal deadlines: submission order (seq), except that a task never due (its deadline is the
-  // largest) sorts after one that falls due at the end of a ManualClock's time (filed_before).
-  static bool before(const TaskBase* a, const TaskBase* b) noexcept { return filed_before(a, b); }
-
   bool empty() const noexcept { return v_.empty(); }
   std::size_t size() const noexcept { return v_.size(); }
   TaskBase* top() const noexcept { return at(0); }
@@ -118,7 +114,7 @@ class TimerHeap {
     std::size_t wide = 0;
     for (std::size_t i = 0; i < v_.size(); ++i) {
       if (at(i)->heap_index != i) return false;
-      if (i > 0 && before(at(i), at((i - 1) / kArity))) return false;
+      if (i > 0 && filed_before(at(i), at((i - 1) / kArity))) return false;
       wide += (v_[i] & kWide) != 0;
     }
     return wide == wide_used_;
@@ -185,7 +181,7 @@ class TimerHeap {
     while (i > 0) {
       std::size_t p = (i - 1) / kArity;
       const std::uint32_t pv = v_[p];
-      if (!before(t, node<MayBeWide>(pv))) break;
+      if (!filed_before(t, node<MayBeWide>(pv))) break;
       place<MayBeWide>(i, pv);
       i = p;
     }
@@ -206,12 +202,12 @@ class TimerHeap {
       std::size_t end = c + kArity < n ? c + kArity : n;
       for (std::size_t k = c + 1; k < end; ++k) {
         const TaskBase* x = node<MayBeWide>(v_[k]);
-        if (before(x, b)) {
+        if (filed_before(x, b)) {
           best = k;
           b = x;
         }
       }
-      if (!before(b, t)) break;
+      if (!filed_before(b, t)) break;
       place<MayBeWide>(i, v_[best]);
       i = best;
     }

@@ -63,12 +63,12 @@ class TimerQueue {
   TaskBase* top() const noexcept {
     if (first_ == kNoRun) return heap_.top();
     TaskBase* r = runs_[first_].front();
-    if (heap_.empty() || TimerHeap::before(r, heap_.top())) return r;
+    if (heap_.empty() || filed_before(r, heap_.top())) return r;
     return heap_.top();
   }
 
   TaskBase* pop() noexcept {
-    if (first_ != kNoRun && (heap_.empty() || TimerHeap::before(runs_[first_].front(), heap_.top()))) {
+    if (first_ != kNoRun && (heap_.empty() || filed_before(runs_[first_].front(), heap_.top()))) {
       TaskBase* t = runs_[first_].pop_front();
       find_first();
       return t;
@@ -95,7 +95,7 @@ class TimerQueue {
       }
       SortedRun* to = fit != nullptr ? fit : empty != nullptr ? empty : make_way(nearest, t);
       if (to != nullptr && to->try_append(t)) {  // false: a ring that cannot grow (the heap takes t)
-        if (to->size() == 1 && (first_ == kNoRun || TimerHeap::before(t, runs_[first_].front()))) first_ = to->id();
+        if (to->size() == 1 && (first_ == kNoRun || filed_before(t, runs_[first_].front()))) first_ = to->id();
         return;
       }
     }
@@ -156,7 +156,7 @@ class TimerQueue {
     const SortedRun* first = nullptr;
     for (const SortedRun& r : runs_) {
       if (!r.check_invariants()) return false;
-      if (!r.empty() && (first == nullptr || TimerHeap::before(r.front(), first->front()))) first = &r;
+      if (!r.empty() && (first == nullptr || filed_before(r.front(), first->front()))) first = &r;
     }
     return first == nullptr ? first_ == kNoRun : first_ == first->id();
   }
@@ -181,7 +181,7 @@ class TimerQueue {
   void find_first() noexcept {
     unsigned best = kNoRun;
     for (unsigned i = 0; i < kRuns; ++i)
-      if (!runs_[i].empty() && (best == kNoRun || TimerHeap::before(runs_[i].front(), runs_[best].front()))) best = i;
+      if (!runs_[i].empty() && (best == kNoRun || filed_before(runs_[i].front(), runs_[best].front()))) best = i;
     first_ = best;
   }
 

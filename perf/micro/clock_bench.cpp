@@ -10,7 +10,7 @@
 
 #include <chrono>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns
 
 #include "micro_common.hpp"
 

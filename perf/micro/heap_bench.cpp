@@ -71,7 +71,7 @@ class BinaryHeap {
     TaskBase* t = v_[i];
     while (i > 0) {
       std::size_t p = (i - 1) / 2;
-      if (!TimerHeap::before(t, v_[p])) break;
+      if (!filed_before(t, v_[p])) break;
       place(i, v_[p]);
       i = p;
     }
@@ -84,8 +84,8 @@ class BinaryHeap {
     for (;;) {
       std::size_t c = 2 * i + 1;
       if (c >= n) break;
-      if (c + 1 < n && TimerHeap::before(v_[c + 1], v_[c])) ++c;
-      if (!TimerHeap::before(v_[c], t)) break;
+      if (c + 1 < n && filed_before(v_[c + 1], v_[c])) ++c;
+      if (!filed_before(v_[c], t)) break;
       place(i, v_[c]);
       i = c;
     }

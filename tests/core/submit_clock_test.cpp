@@ -15,7 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns, cpu_relax
+#include <kairos/detail/futex.hpp>  // cpu_relax
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns
 #include <kairos/kairos.hpp>
 
 #include "support.hpp"

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include <kairos/detail/futex.hpp>  // steady_now_ns
+#include <kairos/detail/steady_clock.hpp>  // steady_now_ns
 
 #include "batch_clock.hpp"
 

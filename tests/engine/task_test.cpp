@@ -129,9 +129,9 @@ TEST(Task, OrderStampsCompareModulo2To32) {
   EXPECT_TRUE(seq_before(0xFFFFFF00u, 0x100));
   EXPECT_FALSE(seq_before(0, 0xFFFFFFFFu));
   // Equal deadlines: a never-due task after a due one whatever their stamps.
-  EXPECT_TRUE(key_before(kMaxNs, false, 9, kMaxNs, true, 1));
-  EXPECT_FALSE(key_before(kMaxNs, true, 1, kMaxNs, false, 9));
-  EXPECT_TRUE(key_before(5, true, 9, 6, false, 1));  // the deadline first
+  EXPECT_TRUE(filed_before(FiledKey{kMaxNs, 9, false}, FiledKey{kMaxNs, 1, true}));
+  EXPECT_FALSE(filed_before(FiledKey{kMaxNs, 1, true}, FiledKey{kMaxNs, 9, false}));
+  EXPECT_TRUE(filed_before(FiledKey{5, 9, true}, FiledKey{6, 1, false}));  // the deadline first
 }
 
 // A shard's sequence numbers wrap past 2^32 after four billion submissions: equal deadlines

@@ -3,8 +3,9 @@
 //          test of the kAwaited bit in the state word its completing CAS already read. An
 //          awaiting coroutine's record lives in its own frame (the awaiter), linked into one of
 //          a fixed set of buckets chosen by the node's address; no allocation.
-// Threads: any thread registers; whoever completes or lets go of the task wakes (wake_awaiters,
-//          detail/task.hpp). The protocol (AW1..AW4) is argued in core/src/awaiters.cpp.
+// Threads: any thread registers; the task's completion wakes (wake_awaiters, called only by
+//          finish_completion, core/src/completion.hpp). The protocol (AW1..AW4) is argued in
+//          core/src/awaiters.cpp.
 #pragma once
 #include <coroutine>
 

@@ -1,4 +1,5 @@
-// futex.hpp: waiting on a 32-bit atomic word (Linux futex), with an optional absolute deadline.
+// futex.hpp: waiting on a 32-bit atomic word (Linux futex), with an optional absolute deadline
+// (CLOCK_MONOTONIC: the clock of steady_clock.hpp), and a spin-wait's pause.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -10,10 +11,6 @@ namespace kairos::detail {
 // callers re-check their condition.
 [[nodiscard]] bool futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t deadline_ns) noexcept;
 void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept;
-
-// CLOCK_MONOTONIC, as std::chrono::steady_clock: both the "now" of a deadline computed at
-// submission (now + delay) and the leader's test that a task is due, so no task starts early.
-std::int64_t steady_now_ns() noexcept;
 
 // One iteration of a short spin-wait.
 inline void cpu_relax() noexcept {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <kairos/clock.hpp>
-#include <kairos/detail/futex.hpp>
+#include <kairos/detail/steady_clock.hpp>
 #include <kairos/detail/task.hpp>
 #include <kairos/options.hpp>
 #include <kairos/stats.hpp>

@@ -31,6 +31,11 @@
 //     kMovedOut a move-only result was taken.
 //     kAwaited  a coroutine awaits the task (kairos/coro.hpp): whoever completes it resumes the
 //               coroutines registered for it (wake_awaiters, protocol AW in core/src/awaiters.cpp).
+// Completion: one way for every terminal state (core/src/completion.hpp): the CAS and the futex
+//          wake (transition, below), the callable, then finish_completion, the awaiter wake, with
+//          no kairos lock held. complete() does it all at once; cancel_task and code under a
+//          shard's lock make the CAS with transition() and end in finish_completion later (the
+//          shard's after the unlock: Shard::bury). One run's rules: run_once, same file.
 // Callable: destroyed by whoever ends the task's runs, with no kairos lock held: the runner after
 //          a one-shot run (or a periodic task's last), the canceller that won from kPending or
 //          kOrphan. So captures are released as soon as the task can no longer run.
@@ -87,9 +92,9 @@ inline constexpr std::uint8_t kHasError = 4;
 inline constexpr std::uint32_t kNotInHeap = 0xFFFFFFFFu;
 
 struct TaskBase;
-// Resumes the coroutines awaiting t (kairos/coro.hpp); t is terminal and kAwaited. Called with no
-// kairos lock held: by transition() on a completed run, and for a cancellation by whoever lets go
-// of the task (cancel_task, drop_orphan, run_orphan, Shard::bury). Idempotent.
+// Resumes the coroutines awaiting t (kairos/coro.hpp); t is terminal and kAwaited. Idempotent.
+// Called in one place, with no kairos lock held: finish_completion (core/src/completion.hpp), the
+// completion's last step.
 void wake_awaiters(TaskBase* t) noexcept;
 
 struct TaskOps {
@@ -107,7 +112,7 @@ struct TaskOps {
 //
 // The count has no limit: the word's field holds up to 2^22 - 1, and a task with more references
 // than that (copies of one future fanned out to millions of holders) keeps the excess in a
-// process-wide spill table (core/src/task_lifecycle.cpp, edges RC3/RC4), flagged by kSpilled.
+// process-wide spill table (core/src/task_references.cpp, edges RC3/RC4), flagged by kSpilled.
 // The add that takes the field to kSpillAt moves kSpillChunk references into the table; a release
 // that finds the field at or below kRefillBelow with kSpilled set moves a chunk back. So the
 // field of a spilled task stays far above 1 (every thread that takes it below kRefillBelow goes
@@ -161,19 +166,26 @@ static_assert(sizeof(TaskBase) == 32, "TaskBase layout: 32 bytes (W5: a pending 
 constexpr bool seq_before(std::uint32_t a, std::uint32_t b) noexcept {
   return static_cast<std::int32_t>(a - b) < 0;
 }
-// The order of two filed keys: earliest deadline; at equal deadlines a never-due task after one
-// that is due; then the order stamp.
-constexpr bool key_before(std::int64_t da, bool na, std::uint32_t sa, std::int64_t db, bool nb,
-                          std::uint32_t sb) noexcept {
-  if (da != db) return da < db;
-  if (na != nb) return nb;
-  return seq_before(sa, sb);
+// The filing order: the one order of a shard's pending tasks (timer heap, sorted runs, the
+// oldest for discard_oldest, shutdown_now's list), named filed_before wherever it is compared.
+// Earliest deadline; at equal deadlines a never-due task after one that is due; then the order
+// stamp (seq_before).
+struct FiledKey {
+  std::int64_t deadline = 0;
+  std::uint32_t seq = 0;
+  bool never = false;
+};
+constexpr bool filed_before(const FiledKey& a, const FiledKey& b) noexcept {
+  if (a.deadline != b.deadline) return a.deadline < b.deadline;
+  if (a.never != b.never) return b.never;
+  return seq_before(a.seq, b.seq);
 }
+inline FiledKey filed_key(const TaskBase* t) noexcept { return {t->deadline, t->seq, t->never != 0}; }
 inline bool filed_before(const TaskBase* a, const TaskBase* b) noexcept {
-  return key_before(a->deadline, a->never, a->seq, b->deadline, b->never, b->seq);
+  return filed_before(filed_key(a), filed_key(b));
 }
 
-// task_lifecycle.cpp: the spill table's two moves (see the count's paragraph above).
+// task_references.cpp: the spill table's two moves (see the count's paragraph above).
 void spill_references(TaskBase* t) noexcept;
 void refill_references(TaskBase* t) noexcept;
 
@@ -189,8 +201,8 @@ inline void set_refs_unpublished(TaskBase* t, std::uint32_t refs) noexcept {
 // True when the caller's reference is the only one. Nobody else can then take one (a new
 // reference is copied from a live one: a handle, a future) or drop one, so the caller may treat
 // t as its own: destroy it with no RMW (Shard::bury), or skip publishing a result no one can
-// read (Shard::finish_one_shot). (RC2) acquire: pairs with the other owners' last (RC1), whose
-// writes are seen before the caller goes on.
+// read (run_once, core/src/completion.hpp). (RC2) acquire: pairs with the other owners' last
+// (RC1), whose writes are seen before the caller goes on.
 inline bool sole_owner(const TaskBase* t) noexcept {
   return only_reference(t->state.load(std::memory_order_acquire));  // (RC2)
 }
@@ -204,13 +216,16 @@ inline void release(TaskBase* t) noexcept {
   else if ((s & kSpilled) && refs_of(s) - 1 <= kRefillBelow) refill_references(t);
 }
 
-// CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
-// terminal, and resumes awaiting coroutines when it completes a run (kNormal, kExceptional: only
-// runners make those, with no kairos lock held; a kCancelled made under a shard's lock resumes
-// them where the task is let go of: see wake_awaiters). (ST1) acq_rel: the winner publishes the
-// result (release) and sees earlier transitions; pairs with every acquire of the state word (a
-// waiter's ST2, a handle's FU2, the shard's TI2). From kPending it waits out a re-arm in progress.
-inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept {
+// CAS the state part from `from` to `to`, keeping the flags (and setting those `to` carries
+// besides its state: a canceller's kPin); wakes futex waiters when `to` is terminal (a syscall:
+// fine under any lock). From kPending it waits out a re-arm in progress. True iff it won; `*was`
+// (if given) is then the word it replaced. A terminal `to` is a completion's CAS: complete()
+// (core/src/completion.hpp) makes it with no lock held and finishes the completion; code under a
+// shard's lock makes it here and leaves the rest (the awaiter wake) to Shard::bury. (ST1)
+// acq_rel: the winner publishes the result (release) and sees earlier transitions; pairs with
+// every acquire of the state word (a waiter's ST2, a handle's FU2, the shard's TI2) and with the
+// registrar's AW2.
+inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to, std::uint32_t* was = nullptr) noexcept {
   std::uint32_t s = t->state.load(std::memory_order_acquire);
   for (;;) {
     if ((s & kStateMask) != from) {
@@ -222,7 +237,7 @@ inline bool transition(TaskBase* t, std::uint32_t from, std::uint32_t to) noexce
     std::uint32_t n = (s & ~kStateMask) | to;
     if (t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) {  // (ST1)
       if (is_terminal(to) && (s & kWaiters)) futex_wake_all(&t->state);
-      if ((to == kNormal || to == kExceptional) && (s & kAwaited)) wake_awaiters(t);  // (AW3)
+      if (was != nullptr) *was = s;
       return true;
     }
   }
@@ -283,22 +298,6 @@ inline std::exception_ptr& stored_error(TaskBase* t) noexcept {
 struct PeriodicBase : TaskBase {
   std::int64_t period = 0;  // fixed rate: deadline += period; fixed delay: end of run + period
 };
-
-// A periodic task's next deadline, the one rule for every runner (a scheduler thread, a poll,
-// caller_runs): fixed rate, the deadline it ran for + period; fixed delay, the end of its run
-// (`now()`, read only then) + period. `never`: past the clock's range (ns is then kMaxNs).
-struct NextRun {
-  std::int64_t ns;
-  bool never;
-};
-template <class Now>
-NextRun next_run(const TaskBase* t, Now&& now) noexcept {
-  NextRun r{};
-  r.never = __builtin_add_overflow(t->flags & kFixedDelay ? now() : t->deadline,
-                                   static_cast<const PeriodicBase*>(t)->period, &r.ns);
-  if (r.never) r.ns = std::numeric_limits<std::int64_t>::max();
-  return r;
-}
 
 // A re-armable one-shot task: the deadline rearm() asked for last, and the sequence number it
 // took then (FIFO among equal deadlines by re-arm order). Written by the re-armer and read by
