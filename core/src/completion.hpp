@@ -8,9 +8,10 @@
 // checked precondition: no kairos lock held (KAIROS_DCHECK, debug and sanitizer builds).
 // Code under a shard's lock makes its terminal CAS with transition() alone and hands the task to
 // the graveyard: Shard::bury calls finish_completion after the unlock. cancel_task
-// (shard_cancel.cpp) makes its CAS with transition() too, tells the shard, then calls
-// finish_completion: those three places are the only callers of finish_completion, which holds
-// the only call of wake_awaiters (awaiters.cpp, protocol AW).
+// (shard_cancel.cpp) makes its own CAS (from whichever of kPending, kRunning, kOrphan it meets,
+// the pin set with it), tells the shard, then calls finish_completion: those three places are
+// the only callers of finish_completion, which holds the only call of wake_awaiters
+// (awaiters.cpp, protocol AW).
 //
 // run_once(t, invoke, ...) is one execution of a started task (kRunning, the caller owns the
 // run) and the rules of what follows it, for every runner: a shard's thread or poller

@@ -73,7 +73,7 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
     // (AW3) completed under mu_ (cancelled by the shutdown policies, discard_oldest, the exit, a
     // periodic task's last run): the completion finishes here, with no lock held.
     std::uint32_t s = t->state.load(std::memory_order_acquire);  // (RC2) when the count is 1
-    if (is_terminal(s)) finish_completion(t, s);
+    if ((s & kAwaited) && is_terminal(s)) finish_completion(t, s);  // kAwaited first: rarely set
     // The scheduler's reference is the last (an execute() task, a dropped future): nobody else
     // can change the count any more, so the node goes without the RMW.
     if (only_reference(s)) t->ops->destroy(t);

@@ -165,8 +165,8 @@ class Shard {
   // ---- poll mode (shard_poll.cpp): the owner's thread is the shard's one runner ---------------
   // Runs the tasks due at `now` inline, at most `limit` taken from the queue; returns how many
   // executions started. `retired`: this call found the shard finished after a shutdown and
-  // cancelled what was left (once per shard; the engine then counts it like an exiting thread). A poll that
-  // finds another poll of this shard in progress (a task calling poll()) returns 0.
+  // cancelled what was left (once per shard; the engine then counts it like an exiting thread).
+  // A poll that finds another poll of this shard in progress (a task calling poll()) returns 0.
   std::size_t poll(std::int64_t now, std::size_t limit, bool& retired) KAIROS_EXCLUDES(mu_);
   // The earliest deadline in the timer queue after taking in the inbox; kMaxNs if none is due
   // ever (empty, or only never-due tasks).

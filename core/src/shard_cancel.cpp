@@ -35,33 +35,39 @@
 namespace kairos::detail {
 
 // The handle's half: wins the state word, then (from kPending) tells the shard, then finishes the
-// completion. Not complete() (completion.hpp): the pin is set with the CAS and cleared by the
-// shard before the awaiters are resumed (a resumed coroutine may destroy the scheduler, whose
-// shards wait for every pin), and a task cancelled while it runs keeps its callable for its runner.
+// completion. Not complete() (completion.hpp): its CAS takes kPending, kRunning or kOrphan
+// (whichever it meets) and sets the pin with kCancelled, the shard clears the pin before the
+// awaiters are resumed (a resumed coroutine may destroy the scheduler, whose shards wait for every
+// pin), and a task cancelled while it runs keeps its callable for its runner.
 bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running) noexcept {
   KAIROS_DCHECK(no_kairos_lock_held());
-  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (CN1) its CAS below
   for (;;) {
     std::uint32_t st = s & kStateMask;
-    if (st == kRearming) st = kPending;  // transition() waits out the re-arm
-    if (st != kPending && st != kRunning && st != kOrphan) return false;
-    // (CN1) the transition's CAS, acq_rel (ST1): one winner against a start, a completion,
-    // shutdown_now and the leader's take-in (TI1); the pin keeps the shard alive until
-    // on_cancelled clears it (CN2). It wakes futex waiters.
-    if (transition(t, st, st == kPending ? kCancelled | kPin : kCancelled, &s)) break;
-    s = t->state.load(std::memory_order_acquire);
+    std::uint32_t n;
+    if (st == kRearming) {  // a re-arm holds it for a few instructions
+      cpu_relax();
+      s = t->state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st == kPending) n = (s & ~kStateMask) | kCancelled | kPin;
+    else if (st == kRunning || st == kOrphan) n = (s & ~kStateMask) | kCancelled;
+    else return false;
+    // (CN1) acq_rel: one winner against a start, a completion, shutdown_now and the leader's
+    // take-in (TI1); the pin keeps the shard alive until on_cancelled clears it (CN2).
+    if (!t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    if (s & kWaiters) futex_wake_all(&t->state);
+    if (st == kPending) {
+      core->on_cancelled(t, s & kQueued);  // clears the pin
+      t->ops->drop_callable(t);            // it will never run: its captures go now
+    } else if (st == kOrphan) {
+      t->ops->drop_callable(t);
+    } else if (may_interrupt_if_running) {
+      if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
+    }
+    finish_completion(t, (s & ~kStateMask) | kCancelled);  // (AW3) the caller's handle keeps t alive
+    return true;
   }
-  const std::uint32_t from = s & kStateMask;
-  if (from == kPending) {
-    core->on_cancelled(t, s & kQueued);  // clears the pin
-    t->ops->drop_callable(t);            // it will never run: its captures go now
-  } else if (from == kOrphan) {
-    t->ops->drop_callable(t);
-  } else if (may_interrupt_if_running) {
-    if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
-  }
-  finish_completion(t, (s & ~kStateMask) | kCancelled);  // (AW3) the caller's handle keeps t alive
-  return true;
 }
 
 // The shard's half (SchedulerCore::on_cancelled): t is kCancelled|kPin.

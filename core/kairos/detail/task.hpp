@@ -33,9 +33,9 @@
 //               coroutines registered for it (wake_awaiters, protocol AW in core/src/awaiters.cpp).
 // Completion: one way for every terminal state (core/src/completion.hpp): the CAS and the futex
 //          wake (transition, below), the callable, then finish_completion, the awaiter wake, with
-//          no kairos lock held. complete() does it all at once; cancel_task and code under a
-//          shard's lock make the CAS with transition() and end in finish_completion later (the
-//          shard's after the unlock: Shard::bury). One run's rules: run_once, same file.
+//          no kairos lock held. complete() does it all at once; cancel_task (its own CAS, the
+//          pin with it) and code under a shard's lock (transition()) end in finish_completion
+//          later (the shard's after the unlock: Shard::bury). One run's rules: run_once, same file.
 // Callable: destroyed by whoever ends the task's runs, with no kairos lock held: the runner after
 //          a one-shot run (or a periodic task's last), the canceller that won from kPending or
 //          kOrphan. So captures are released as soon as the task can no longer run.
@@ -216,12 +216,12 @@ inline void release(TaskBase* t) noexcept {
   else if ((s & kSpilled) && refs_of(s) - 1 <= kRefillBelow) refill_references(t);
 }
 
-// CAS the state part from `from` to `to`, keeping the flags (and setting those `to` carries
-// besides its state: a canceller's kPin); wakes futex waiters when `to` is terminal (a syscall:
-// fine under any lock). From kPending it waits out a re-arm in progress. True iff it won; `*was`
-// (if given) is then the word it replaced. A terminal `to` is a completion's CAS: complete()
-// (core/src/completion.hpp) makes it with no lock held and finishes the completion; code under a
-// shard's lock makes it here and leaves the rest (the awaiter wake) to Shard::bury. (ST1)
+// CAS the state part from `from` to `to`, keeping the flags; wakes futex waiters when `to` is
+// terminal (a syscall: fine under any lock). From kPending it waits out a re-arm in progress.
+// True iff it won; `*was` (if given) is then the word it replaced. A terminal `to` is a
+// completion's CAS: complete() (core/src/completion.hpp) makes it with no lock held and finishes
+// the completion; code under a shard's lock makes it here and leaves the rest (the awaiter wake)
+// to Shard::bury. (ST1)
 // acq_rel: the winner publishes the result (release) and sees earlier transitions; pairs with
 // every acquire of the state word (a waiter's ST2, a handle's FU2, the shard's TI2) and with the
 // registrar's AW2.
