@@ -8,8 +8,8 @@
 //          next run. Those skip the heap's O(log n) sift each way, and its cache misses on the
 //          nodes of its children: appended at the back, taken from the front. A timer queue
 //          keeps up to kMaxRuns runs, one per delay class (timer_queue.hpp); each run has an id,
-//          carried in the heap_index of every task it holds, so erase finds the run in O(1).
-// Erase:   O(1): the task's slot is in its heap_index (tagged, see below) and becomes a hole
+//          carried in the queue_slot of every task it holds, so erase finds the run in O(1).
+// Erase:   O(1): the task's slot is in its queue_slot (tagged, see below) and becomes a hole
 //          (nullptr) that pops skip. Holes are squeezed out when the ring is full and at least
 //          half of it is holes, so the ring holds at most about twice the peak of live tasks and
 //          each hole costs O(1) amortised.
@@ -28,8 +28,8 @@ namespace kairos::detail {
 
 class SortedRun {
  public:
-  // heap_index of a task in a run: kTag | id << kIdShift | (position & kPositionMask), bit 30
-  // clear. Heap slots stay below kTag, and no tagged value reaches kNotInHeap. Positions count
+  // queue_slot of a task in a run: kTag | id << kIdShift | (position & kPositionMask), bit 30
+  // clear. Heap slots stay below kTag, and no tagged value reaches kNotQueued. Positions count
   // appends; a slot is a position modulo the ring's size (a power of two, at most
   // kPositionMask + 1, so one tagged value names one slot of one run).
   static constexpr std::uint32_t kTag = 0x80000000u;
@@ -40,9 +40,9 @@ class SortedRun {
   // it never outgrows kPositionMask + 1 slots.
   static constexpr std::size_t kMaxLive = std::size_t{1} << 27;
   static constexpr std::size_t kPrefetchAhead = 8;  // pop_front(): nodes fetched ahead of the front
-  static constexpr bool holds(std::uint32_t heap_index) noexcept { return (heap_index & 0xC0000000u) == kTag; }
-  // The id of the run that holds a task whose heap_index satisfies holds().
-  static constexpr unsigned id_of(std::uint32_t heap_index) noexcept { return (heap_index >> kIdShift) & (kMaxRuns - 1); }
+  static constexpr bool holds(std::uint32_t queue_slot) noexcept { return (queue_slot & 0xC0000000u) == kTag; }
+  // The id of the run that holds a task whose queue_slot satisfies holds().
+  static constexpr unsigned id_of(std::uint32_t queue_slot) noexcept { return (queue_slot >> kIdShift) & (kMaxRuns - 1); }
 
   explicit SortedRun(unsigned id = 0) noexcept
       : tag_(kTag | (static_cast<std::uint32_t>(id & (kMaxRuns - 1)) << kIdShift)) {}
@@ -105,7 +105,7 @@ class SortedRun {
     refused_below_ = false;
     TaskBase* back = ring_[slot(tail_ - 1)];
     ring_[slot(tail_ - 1)] = nullptr;
-    back->heap_index = kNotInHeap;
+    back->queue_slot = kNotQueued;
     if (--live_ == 0) {
       head_ = tail_;
     } else {
@@ -124,7 +124,7 @@ class SortedRun {
     if (tail_ - head_ == ring_.size() && !make_room()) return false;
     refused_below_ = false;
     ring_[slot(tail_)] = t;
-    t->heap_index = tag_ | static_cast<std::uint32_t>(tail_ & kPositionMask);
+    t->queue_slot = tag_ | static_cast<std::uint32_t>(tail_ & kPositionMask);
     ++tail_;
     ++live_;
     back_deadline_ = t->deadline;
@@ -136,7 +136,7 @@ class SortedRun {
     refused_below_ = false;
     TaskBase* t = ring_[slot(head_)];
     ring_[slot(head_)] = nullptr;
-    t->heap_index = kNotInHeap;
+    t->queue_slot = kNotQueued;
     --live_;
     skip_holes();
     // A burst leaves from the front one task after another (W7: 100,000 at one deadline), and
@@ -148,12 +148,12 @@ class SortedRun {
 
   // false if t is not in this run (in another one, the heap, or none).
   bool erase(TaskBase* t) noexcept {
-    if ((t->heap_index & ~kPositionMask) != tag_ || ring_.empty()) return false;
-    TaskBase*& s = ring_[(t->heap_index & kPositionMask) & (ring_.size() - 1)];
+    if ((t->queue_slot & ~kPositionMask) != tag_ || ring_.empty()) return false;
+    TaskBase*& s = ring_[(t->queue_slot & kPositionMask) & (ring_.size() - 1)];
     if (s != t) return false;
     refused_below_ = false;
     s = nullptr;
-    t->heap_index = kNotInHeap;
+    t->queue_slot = kNotQueued;
     --live_;
     skip_holes();
     trim_back();
@@ -175,7 +175,7 @@ class SortedRun {
       if (s != nullptr && pred(s)) {
         TaskBase* t = s;
         s = nullptr;
-        t->heap_index = kNotInHeap;
+        t->queue_slot = kNotQueued;
         --live_;
         out(t);
       }
@@ -186,7 +186,7 @@ class SortedRun {
 
   void clear() noexcept {
     refused_below_ = false;
-    for_each([](TaskBase* t) { t->heap_index = kNotInHeap; });
+    for_each([](TaskBase* t) { t->queue_slot = kNotQueued; });
     for (std::uint64_t p = head_; p != tail_; ++p) ring_[slot(p)] = nullptr;
     head_ = tail_ = 0;
     live_ = 0;
@@ -209,7 +209,7 @@ class SortedRun {
     for (std::uint64_t p = head_; p != tail_; ++p) {
       const TaskBase* t = ring_[slot(p)];
       if (t == nullptr) continue;
-      if (t->heap_index != (tag_ | static_cast<std::uint32_t>(p & kPositionMask))) return false;
+      if (t->queue_slot != (tag_ | static_cast<std::uint32_t>(p & kPositionMask))) return false;
       if (prev != nullptr && filed_before(t, prev))
         return false;
       prev = t;
@@ -255,7 +255,7 @@ class SortedRun {
         if (t == nullptr) continue;
         ring_[slot(p)] = nullptr;
         ring_[slot(to)] = t;
-        t->heap_index = tag_ | static_cast<std::uint32_t>(to & kPositionMask);
+        t->queue_slot = tag_ | static_cast<std::uint32_t>(to & kPositionMask);
         ++to;
       }
       tail_ = to;
@@ -277,7 +277,7 @@ class SortedRun {
     return true;
   }
 
-  const std::uint32_t tag_;   // kTag | id << kIdShift: the heap_index bits of this run's tasks
+  const std::uint32_t tag_;   // kTag | id << kIdShift: the queue_slot bits of this run's tasks
   PageArray<TaskBase*> ring_;  // size 0 or a power of two; nullptr: a hole or unused
   std::uint64_t head_ = 0;       // position of the front (a live task unless empty)
   std::uint64_t tail_ = 0;       // position the next append takes

@@ -1,7 +1,7 @@
 // timer_heap.hpp: indexed 4-ary min-heap of one shard's pending tasks, in 4-byte slots.
 // Threads: guarded by the shard's lock; no member is thread-safe.
 // Order:   earliest deadline first; equal deadlines in submission order (seq).
-// Cost:    push, pop and erase are O(log n); every task stores its slot (heap_index), so erase
+// Cost:    push, pop and erase are O(log n); every task stores its slot (queue_slot), so erase
 //          never scans and never waits for the task to reach the top. 4-ary: half the depth of a
 //          binary heap, and the four children of a slot share one cache line.
 // Slots:   a slot holds a task in 4 bytes, not 8: a pending timer costs its node and one slot,
@@ -48,7 +48,7 @@ class TimerHeap {
     if (v_.size() == v_.capacity()) v_.reserve(2 * v_.size() + 1);
     v_.push_within_capacity(encode(t));  // encode grows the side table first if it must
     std::size_t i = v_.size() - 1;
-    t->heap_index = static_cast<std::uint32_t>(i);
+    t->queue_slot = static_cast<std::uint32_t>(i);
     return (wide_used_ == 0 ? sift_up<false>(i) : sift_up<true>(i)) == 0;
   }
 
@@ -60,14 +60,14 @@ class TimerHeap {
 
   // false if t is not in this heap.
   bool erase(TaskBase* t) noexcept {
-    std::uint32_t i = t->heap_index;
-    if (i == kNotInHeap || i >= v_.size() || at(i) != t) return false;
+    std::uint32_t i = t->queue_slot;
+    if (i == kNotQueued || i >= v_.size() || at(i) != t) return false;
     erase_at(i);
     return true;
   }
 
   void clear() noexcept {
-    for (std::size_t i = 0; i < v_.size(); ++i) at(i)->heap_index = kNotInHeap;
+    for (std::size_t i = 0; i < v_.size(); ++i) at(i)->queue_slot = kNotQueued;
     v_.clear();
     wide_.clear();
     wide_free_ = kNoFree;
@@ -96,7 +96,7 @@ class TimerHeap {
       const std::uint32_t v = v_[i];
       TaskBase* t = decode(v);
       if (pred(t)) {
-        t->heap_index = kNotInHeap;
+        t->queue_slot = kNotQueued;
         forget(v);
         out(t);
       } else {
@@ -104,16 +104,16 @@ class TimerHeap {
       }
     }
     while (v_.size() > kept) v_.pop_back();
-    for (std::size_t i = 0; i < v_.size(); ++i) at(i)->heap_index = static_cast<std::uint32_t>(i);
+    for (std::size_t i = 0; i < v_.size(); ++i) at(i)->queue_slot = static_cast<std::uint32_t>(i);
     for (std::size_t i = v_.size() / kArity + 1; i-- > 0;)
       if (i < v_.size()) sift_down<true>(i);
   }
 
-  // Heap order, every heap_index, and the side table's count; tests call it.
+  // Heap order, every queue_slot, and the side table's count; tests call it.
   bool check_invariants() const noexcept {
     std::size_t wide = 0;
     for (std::size_t i = 0; i < v_.size(); ++i) {
-      if (at(i)->heap_index != i) return false;
+      if (at(i)->queue_slot != i) return false;
       if (i > 0 && filed_before(at(i), at((i - 1) / kArity))) return false;
       wide += (v_[i] & kWide) != 0;
     }
@@ -171,7 +171,7 @@ class TimerHeap {
   template <bool MayBeWide>
   void place(std::size_t i, std::uint32_t v) noexcept {
     v_[i] = v;
-    node<MayBeWide>(v)->heap_index = static_cast<std::uint32_t>(i);
+    node<MayBeWide>(v)->queue_slot = static_cast<std::uint32_t>(i);
   }
 
   template <bool MayBeWide>
@@ -216,7 +216,7 @@ class TimerHeap {
 
   void erase_at(std::size_t i) noexcept {
     const std::uint32_t gone = v_[i];
-    decode(gone)->heap_index = kNotInHeap;
+    decode(gone)->queue_slot = kNotQueued;
     forget(gone);
     const std::uint32_t last = v_.back();
     v_.pop_back();

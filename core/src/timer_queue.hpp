@@ -28,7 +28,7 @@
 //          rules 1 and 2; rule 3 reads at most a few nodes at one run's back and moves at most
 //          kMaxMoved tasks to the heap (each task at most once); rule 4 is the heap's O(log n). top(): one comparison, the run with the earliest
 //          head kept in first_. pop from a run: O(1), first_ found again among the runs' heads
-//          (kRuns - 1 comparisons). erase: O(1) in a run (its id is in the task's heap_index),
+//          (kRuns - 1 comparisons). erase: O(1) in a run (its id is in the task's queue_slot),
 //          O(log n) in the heap.
 // Memory:  growth needed for correctness happens in try_reserve() only: the heap's capacity
 //          covers every task the shard may hold, so push() never fails and never throws. A run's
@@ -111,16 +111,16 @@ class TimerQueue {
 
   // True if t was here and is removed: O(log n) in the heap, O(1) in a run.
   bool erase(TaskBase* t) noexcept {
-    if (!SortedRun::holds(t->heap_index)) return heap_.erase(t);
-    const unsigned id = SortedRun::id_of(t->heap_index);
+    if (!SortedRun::holds(t->queue_slot)) return heap_.erase(t);
+    const unsigned id = SortedRun::id_of(t->queue_slot);
     if (!runs_[id].erase(t)) return false;
     if (id == first_) find_first();  // another run's head, later than first_'s, stays later
     return true;
   }
 
-  static bool queued(const TaskBase* t) noexcept { return t->heap_index != kNotInHeap; }
-  static bool in_run(const TaskBase* t) noexcept { return SortedRun::holds(t->heap_index); }
-  static unsigned run_of(const TaskBase* t) noexcept { return SortedRun::id_of(t->heap_index); }  // in_run(t)
+  static bool queued(const TaskBase* t) noexcept { return t->queue_slot != kNotQueued; }
+  static bool in_run(const TaskBase* t) noexcept { return SortedRun::holds(t->queue_slot); }
+  static unsigned run_of(const TaskBase* t) noexcept { return SortedRun::id_of(t->queue_slot); }  // in_run(t)
 
   // Cold paths (shutdown, policies): removes every task for which pred(t) holds, wherever it
   // is, and hands it to out(t). O(n), no allocation: every part is filtered in place and the

@@ -26,7 +26,7 @@
 
 namespace {
 
-using kairos::detail::kNotInHeap;
+using kairos::detail::kNotQueued;
 using kairos::detail::TaskBase;
 using kairos::detail::TimerHeap;
 using kairos_micro::report_per_op;
@@ -56,8 +56,8 @@ class BinaryHeap {
     return t;
   }
   bool erase(TaskBase* t) noexcept {
-    std::uint32_t i = t->heap_index;
-    if (i == kNotInHeap || i >= v_.size() || v_[i] != t) return false;
+    std::uint32_t i = t->queue_slot;
+    if (i == kNotQueued || i >= v_.size() || v_[i] != t) return false;
     erase_at(i);
     return true;
   }
@@ -65,7 +65,7 @@ class BinaryHeap {
  private:
   void place(std::size_t i, TaskBase* t) noexcept {
     v_[i] = t;
-    t->heap_index = static_cast<std::uint32_t>(i);
+    t->queue_slot = static_cast<std::uint32_t>(i);
   }
   std::size_t sift_up(std::size_t i) noexcept {
     TaskBase* t = v_[i];
@@ -92,7 +92,7 @@ class BinaryHeap {
     place(i, t);
   }
   void erase_at(std::size_t i) noexcept {
-    v_[i]->heap_index = kNotInHeap;
+    v_[i]->queue_slot = kNotQueued;
     TaskBase* last = v_.back();
     v_.pop_back();
     if (i == v_.size()) return;
@@ -120,8 +120,8 @@ class InlineKeyHeap {
     return t;
   }
   bool erase(TaskBase* t) noexcept {
-    std::uint32_t i = t->heap_index;
-    if (i == kNotInHeap || i >= v_.size() || v_[i].task != t) return false;
+    std::uint32_t i = t->queue_slot;
+    if (i == kNotQueued || i >= v_.size() || v_[i].task != t) return false;
     erase_at(i);
     return true;
   }
@@ -138,7 +138,7 @@ class InlineKeyHeap {
   }
   void place(std::size_t i, const Slot& s) noexcept {
     v_[i] = s;
-    s.task->heap_index = static_cast<std::uint32_t>(i);
+    s.task->queue_slot = static_cast<std::uint32_t>(i);
   }
   std::size_t sift_up(std::size_t i) noexcept {
     Slot s = v_[i];
@@ -168,7 +168,7 @@ class InlineKeyHeap {
     place(i, s);
   }
   void erase_at(std::size_t i) noexcept {
-    v_[i].task->heap_index = kNotInHeap;
+    v_[i].task->queue_slot = kNotQueued;
     Slot last = v_.back();
     v_.pop_back();
     if (i == v_.size()) return;

@@ -1,5 +1,5 @@
 // The sorted run: O(1) append, pop and erase, holes squeezed out, memory bounded; a run's id in
-// its tasks' heap_index; one run per delay class; a ring that cannot grow refuses, unchanged.
+// its tasks' queue_slot; one run per delay class; a ring that cannot grow refuses, unchanged.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -104,7 +104,7 @@ TEST(SortedRun, PopsInOrderPastHolesThroughGrowthAndSqueezing) {
     for (int i = 0; i < 100 && !expect.empty(); ++i) {
       ASSERT_EQ(run.front(), expect.front());
       ASSERT_EQ(run.pop_front(), expect.front());
-      EXPECT_EQ(expect.front()->heap_index, kNotInHeap);
+      EXPECT_EQ(expect.front()->queue_slot, kNotQueued);
       expect.pop_front();
     }
     ASSERT_EQ(run.size(), expect.size());
@@ -128,7 +128,7 @@ TEST(SortedRun, RemoveIfAndClearLeaveNoTaskMarkedQueued) {
   std::size_t out = 0;
   run.remove_if([](TaskBase* t) { return t->seq < 1000 || t->seq % 2 == 0; },
                 [&](TaskBase* t) {
-                  EXPECT_EQ(t->heap_index, kNotInHeap);
+                  EXPECT_EQ(t->queue_slot, kNotQueued);
                   ++out;
                 });
   EXPECT_EQ(out, 2000u);
@@ -137,7 +137,7 @@ TEST(SortedRun, RemoveIfAndClearLeaveNoTaskMarkedQueued) {
   EXPECT_TRUE(run.check_invariants());
   run.clear();
   EXPECT_TRUE(run.empty());
-  for (auto& n : nodes) EXPECT_EQ(n->heap_index, kNotInHeap);
+  for (auto& n : nodes) EXPECT_EQ(n->queue_slot, kNotQueued);
 }
 
 // later_at_back() remembers a refusal only while the run does not change.
@@ -165,7 +165,7 @@ TEST(SortedRun, ARefusalHoldsUntilTheRunChanges) {
   EXPECT_TRUE(run.empty());
 }
 
-// A run's id is in the heap_index of each task it holds: erase finds the run without a search,
+// A run's id is in the queue_slot of each task it holds: erase finds the run without a search,
 // and a run does not erase another run's task at the same position.
 TEST(SortedRun, RunIdsTagTheirTasksAndEachErasesOnlyItsOwn) {
   auto nodes = make_nodes(4);
@@ -180,16 +180,16 @@ TEST(SortedRun, RunIdsTagTheirTasksAndEachErasesOnlyItsOwn) {
   three.append(nodes[1].get());  // position 0 in both rings
   one.append(nodes[2].get());
   three.append(nodes[3].get());
-  EXPECT_TRUE(SortedRun::holds(nodes[1]->heap_index));
-  EXPECT_EQ(SortedRun::id_of(nodes[0]->heap_index), 1u);
-  EXPECT_EQ(SortedRun::id_of(nodes[1]->heap_index), 3u);
-  EXPECT_NE(nodes[1]->heap_index, kNotInHeap);
+  EXPECT_TRUE(SortedRun::holds(nodes[1]->queue_slot));
+  EXPECT_EQ(SortedRun::id_of(nodes[0]->queue_slot), 1u);
+  EXPECT_EQ(SortedRun::id_of(nodes[1]->queue_slot), 3u);
+  EXPECT_NE(nodes[1]->queue_slot, kNotQueued);
   EXPECT_FALSE(one.erase(nodes[1].get()));
   EXPECT_FALSE(three.erase(nodes[0].get()));
   EXPECT_TRUE(one.check_invariants());
   EXPECT_TRUE(three.check_invariants());
   EXPECT_TRUE(three.erase(nodes[1].get()));
-  EXPECT_EQ(nodes[1]->heap_index, kNotInHeap);
+  EXPECT_EQ(nodes[1]->queue_slot, kNotQueued);
   EXPECT_EQ(one.size(), 2u);
   EXPECT_EQ(three.front(), nodes[3].get());
 }
@@ -249,7 +249,7 @@ TEST(SortedRun, AFullRingThatCannotGrowRefusesUnchanged) {
   t->deadline = static_cast<std::int64_t>(n);
   t->seq = n;
   EXPECT_FALSE(run.try_append(t));
-  EXPECT_EQ(t->heap_index, kNotInHeap);
+  EXPECT_EQ(t->queue_slot, kNotQueued);
   EXPECT_THROW(run.append(t), std::bad_alloc);
   EXPECT_EQ(run.size(), 1024u);
   EXPECT_EQ(run.capacity(), 1024u);

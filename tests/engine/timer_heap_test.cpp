@@ -40,7 +40,7 @@ TEST_P(TimerHeapWindow, RandomPushPopEraseMatchesAnOrderedSet) {
     if (op < 5 && in.size() < nodes.size()) {
       TaskBase* t = nullptr;
       for (auto& n : nodes)
-        if (n->heap_index == kNotInHeap) { t = n.get(); break; }
+        if (n->queue_slot == kNotQueued) { t = n.get(); break; }
       t->deadline = static_cast<std::int64_t>(rng() % 64);  // many equal deadlines
       t->seq = seq++;
       heap.push(t);
@@ -50,7 +50,7 @@ TEST_P(TimerHeapWindow, RandomPushPopEraseMatchesAnOrderedSet) {
       TaskBase* t = heap.pop();
       ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
       ref.erase(ref.begin());
-      EXPECT_EQ(t->heap_index, kNotInHeap);
+      EXPECT_EQ(t->queue_slot, kNotQueued);
       std::erase(in, t);
     } else if (!in.empty()) {
       TaskBase* t = in[rng() % in.size()];
@@ -73,7 +73,7 @@ TEST_P(TimerHeapWindow, RandomPushPopEraseMatchesAnOrderedSet) {
   }
   heap.clear();
   EXPECT_EQ(heap.wide(), 0u);
-  for (auto& n : nodes) EXPECT_EQ(n->heap_index, kNotInHeap);
+  for (auto& n : nodes) EXPECT_EQ(n->queue_slot, kNotQueued);
 }
 
 // Side-table entries freed by pops and erases are taken again: churn at a steady size does not
@@ -90,7 +90,7 @@ TEST(TimerHeap, SideTableEntriesAreReused) {
     if (in.size() < 128 || rng() % 2 == 0) {
       TaskBase* t = nullptr;
       for (auto& n : nodes)
-        if (n->heap_index == kNotInHeap) { t = n.get(); break; }
+        if (n->queue_slot == kNotQueued) { t = n.get(); break; }
       if (t == nullptr) continue;
       t->deadline = static_cast<std::int64_t>(rng() % 1000);
       t->seq = static_cast<std::uint32_t>(seq++);
@@ -122,7 +122,7 @@ TEST_P(TimerHeapWindow, RemoveIfKeepsOrderAndFreesEntries) {
   std::vector<TaskBase*> removed;
   heap.remove_if([](const TaskBase* t) { return t->seq % 3 == 0; }, [&](TaskBase* t) { removed.push_back(t); });
   EXPECT_EQ(removed.size(), (nodes.size() + 2) / 3);
-  for (TaskBase* t : removed) EXPECT_EQ(t->heap_index, kNotInHeap);
+  for (TaskBase* t : removed) EXPECT_EQ(t->queue_slot, kNotQueued);
   ASSERT_TRUE(heap.check_invariants());
   std::set<Key> ref;
   for (auto& n : nodes)

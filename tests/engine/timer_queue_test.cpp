@@ -209,7 +209,7 @@ TEST(TimerQueue, RemoveIfKeepsOrderOfBothPartsAgainstAnOrderedSet) {
   std::vector<TaskBase*> out;
   q.remove_if([](TaskBase* t) { return t->seq % 3 == 0; }, [&](TaskBase* t) { out.push_back(t); });
   for (TaskBase* t : out) {
-    EXPECT_EQ(t->heap_index, kNotInHeap);
+    EXPECT_EQ(t->queue_slot, kNotQueued);
     ref.erase({t->deadline, t->seq});
   }
   EXPECT_EQ(out.size(), (nodes.size() + 2) / 3);

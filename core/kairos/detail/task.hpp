@@ -89,7 +89,7 @@ inline constexpr std::uint8_t kCallableLive = 1;
 inline constexpr std::uint8_t kHasValue = 2;
 inline constexpr std::uint8_t kHasError = 4;
 
-inline constexpr std::uint32_t kNotInHeap = 0xFFFFFFFFu;
+inline constexpr std::uint32_t kNotQueued = 0xFFFFFFFFu;
 
 struct TaskBase;
 // Resumes the coroutines awaiting t (kairos/coro.hpp); t is terminal and kAwaited. Idempotent.
@@ -137,7 +137,9 @@ static_assert(kSpillChunk + kRefillBelow < kSpillAt && kSpillAt <= (1u << (32 - 
 struct TaskBase {
   const TaskOps* ops;
   std::atomic<std::uint32_t> state{kPending | kRefOne};  // state, flags, references (one: the caller's)
-  std::uint32_t heap_index = kNotInHeap;  // its slot in the shard's timer queue; shard lock only
+  std::uint32_t queue_slot = kNotQueued;  // where it is filed in the shard's timer queue: a heap
+                                          // slot, or a sorted run's id and position
+                                          // (sorted_run.hpp); shard lock only
   std::int64_t deadline = 0;     // ns on the scheduler's clock; the shard's leader owns it once
                                  // queued, the runner between pop and re-queue
   std::uint32_t seq = 0;         // order stamp: submission order within the shard, the low 32 bits
