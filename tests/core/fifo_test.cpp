@@ -113,7 +113,8 @@ TEST(Fifo, ReArmedAndPeriodicTasksKeepTheirPlaceBillionsOfSubmissionsLater) {
 
 // Restamp passes racing re-arms and cancels from other threads (the pass holds each pending
 // re-armable task in kRearming while it renumbers its keys): nothing is lost or run twice, and
-// the tasks run in the order of their final keys (deadline, then the order of the last re-arms).
+// the tasks run in the order of their final keys (deadline, then the order of the last re-arms),
+// before tasks submitted after the passes at the same deadlines.
 TEST(Fifo, RestampPassesRacingReArmsAndCancelsKeepOrderAndLoseNothing) {
   constexpr int kTasks = 200;
   Recorder order;
@@ -154,11 +155,22 @@ TEST(Fifo, RestampPassesRacingReArmsAndCancelsKeepOrderAndLoseNothing) {
   }
   rearmer.join();
   canceller.join();
+  // Then one new task at each deadline: submitted after every re-arm, far later in the sequence.
+  constexpr int kSeconds = 17;
+  final_second.resize(kTasks + kSeconds);
+  final_rank.resize(kTasks + kSeconds);
+  for (int k = 0; k < kSeconds; ++k) {
+    const int id = kTasks + k;
+    final_second[id] = k;
+    final_rank[id] = 1'000'000 + k;
+    s.schedule_at([&, id] { order.add(id); }, base + std::chrono::seconds(k));
+  }
   s.step(2h);
   std::vector<int> ids = order.ids();
   std::vector<int> expected;
   for (int i = 0; i < kTasks; ++i)
     if (!cancelled[i]) expected.push_back(i);
+  for (int k = 0; k < kSeconds; ++k) expected.push_back(kTasks + k);
   // Final key: the deadline, then the re-arm order (a task never re-armed keeps its submission
   // stamp, before every re-arm's: rank -1, and submission order among those).
   std::stable_sort(expected.begin(), expected.end(), [&](int a, int b) {
