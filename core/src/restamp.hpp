@@ -48,6 +48,18 @@ inline constexpr std::uint64_t kMaxHeld = std::uint64_t{1} << 30;
 static_assert(kRestampEvery + kYoungSpan + kMaxHeld < (std::uint64_t{1} << 31),
               "a pass keeps every stamp a comparison meets within the modular window");
 
+// True if the sequence numbers [first, first + n) hold the first one of a restamp period other
+// than the very first (0): whoever takes them asks for a pass (Shard::take_seq, RN1). For n = 1
+// two shifts and a compare (kRestampEvery is a power of two).
+constexpr bool restamp_period_begins(std::uint64_t first, std::uint64_t n) noexcept {
+  return (first + n - 1) / kRestampEvery > (first == 0 ? 0 : (first - 1) / kRestampEvery);
+}
+static_assert((kRestampEvery & (kRestampEvery - 1)) == 0, "a power of two");
+static_assert(!restamp_period_begins(0, 1) && restamp_period_begins(kRestampEvery, 1) &&
+                  !restamp_period_begins(kRestampEvery + 1, 1) && restamp_period_begins(1, kRestampEvery) &&
+                  !restamp_period_begins(1, kRestampEvery - 1),
+              "a period begins where its first sequence number is taken");
+
 // One stamp the pass visits: where it lives and how far it lies behind the reference.
 struct StampRef {
   std::uint32_t* stamp;

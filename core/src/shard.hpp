@@ -102,16 +102,12 @@ class Shard {
     if (engine_.opt.capacity != 0) admitted_.fetch_add(1, std::memory_order_acq_rel);  // (CT3)
   }
 
-  // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
-  // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
-  // True: it woke a poll-mode loop whose Options::on_wake the caller owes (LoopWake::run_callback,
-  // once it holds nothing of kairos).
   // A sequence number for a submission or a re-arm (IN1). The first one of each restamp period
   // (restamp.hpp) but the very first asks the leader for a restamp pass (RN1): a test and a
   // branch on the value the RMW returned, nothing more on the other 2^28 - 1.
   std::uint64_t take_seq() noexcept {
     const std::uint64_t s = inbox_.take_seq();  // (IN1)
-    if ((s & (kRestampEvery - 1)) == 0 && s != 0) [[unlikely]] wait_.ask_restamp();  // (RN1)
+    if (restamp_period_begins(s, 1)) [[unlikely]] wait_.ask_restamp();  // (RN1)
     return s;
   }
   // Test seams (tests/core/fifo_test.cpp): the newest shard built, its sequence moved on by n
@@ -120,15 +116,17 @@ class Shard {
   void skip_seqs_for_testing(std::uint64_t n) noexcept {
     while (n > 0) {  // other threads may take sequence numbers meanwhile: ask for every period begun
       const std::uint64_t chunk = std::min(n, kRestampEvery);
-      const std::uint64_t s = inbox_.skip_for_testing(chunk);
-      if (s / kRestampEvery != (s + chunk - 1) / kRestampEvery || (s % kRestampEvery == 0 && s != 0))
-        wait_.ask_restamp();  // (RN1)
+      if (restamp_period_begins(inbox_.skip_for_testing(chunk), chunk)) wait_.ask_restamp();  // (RN1)
       n -= chunk;
     }
   }
   std::uint64_t restamps_for_testing() const noexcept { return restamps_.load(std::memory_order_relaxed); }
   std::uint64_t seqs_taken_for_testing() const noexcept { return inbox_.seqs_taken(); }
 
+  // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
+  // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
+  // True: it woke a poll-mode loop whose Options::on_wake the caller owes (LoopWake::run_callback,
+  // once it holds nothing of kairos).
   [[nodiscard]] bool publish(TaskBase* t, std::uint64_t seq, bool never) {
     t->seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
     t->never = never;

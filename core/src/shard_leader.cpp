@@ -122,9 +122,11 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     // ends the wait it leads to at once. Read after the clock or the queue, it could swallow a
     // ManualClock::advance that came between: the leader would then sleep for ever.
     const std::uint32_t w = wait_.wake_epoch();
-    restamp_if_due(lk);  // (RN2) before anything is popped: a producer may have asked meanwhile
     const std::int64_t reached_at = std::exchange(reached, kMinNs);
+    // The drain ends with the restamp pass if one was asked for (RN2); a reached deadline's pop
+    // skips the drain, not the pass.
     if (reached_at == kMinNs) drain(lk);
+    else restamp_if_due(lk);
     if (must_exit(lk)) return 0;
     if (engine_.state() >= RunState::kShutdownNow) {
       // Nothing starts after shutdown_now(); it takes the tasks and wakes this thread to exit.
