@@ -62,19 +62,16 @@ def parse_callgrind(path, binary_name):
             if line.startswith(("ob=", "fn=", "cob=", "cfn=", "calls=", "fl=", "fi=", "fe=", "cfi=", "cfl=")):
                 key, _, val = line.partition("=")
                 m = re.match(r"\((\d+)\)(?: (.*))?", val)
-                if key in ("ob", "cob"):
-                    name = ob_names.setdefault(m.group(1), m.group(2)) if m else val
+                if key in ("ob", "cob", "fn", "cfn"):
+                    # A compressed name, "(id) name" the first time and "(id)" after, or a plain one.
+                    table = ob_names if key.endswith("ob") else fn_names
                     if m and m.group(2):
-                        ob_names[m.group(1)] = m.group(2)
-                        name = m.group(2)
+                        table[m.group(1)] = m.group(2)
+                    name = table.get(m.group(1)) if m else val
                     if key == "ob":
                         cur_ob = name
                         in_driver = cur_ob is not None and os.path.basename(cur_ob) == binary_name
-                elif key in ("fn", "cfn"):
-                    if m and m.group(2):
-                        fn_names[m.group(1)] = m.group(2)
-                    name = fn_names.get(m.group(1)) if m else val
-                    if key == "fn":
+                    elif key == "fn":
                         cur_fn = name
                 elif key == "calls":
                     skip_next = True
