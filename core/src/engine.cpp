@@ -116,32 +116,35 @@ void Engine::on_clock_advanced() noexcept {
 }
 
 void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
-  // discard_oldest's make_room() releases its victim's callable: user code that may destroy the
-  // scheduler, which is then kept alive until this call is done with it (empty otherwise: free).
-  std::shared_ptr<Engine> keep;
   t->deadline = deadline;  // not yet published: no other thread can see t
   unsigned idx = shard_index();
   Shard& sh = *shards_[idx];
   t->shard = static_cast<std::uint8_t>(idx);
   // (RS3) acquire: a fast refusal after shutdown; the race is settled by RS2 below.
   if (state_.run_state.load(std::memory_order_acquire) != RunState::kActive) return reject(t, sh, false);
-  std::uint64_t seq;
-  const std::size_t cap = state_.opt.capacity;
-  if (cap == 0) {
-    seq = sh.take_seq();  // (IN1)
-  } else {
-    // Counted by what is pending (Shard::try_admit), not by sequence numbers in flight: a
-    // re-arm racing this submission takes a seq but no place. Unsigned: a capacity of 2^63 or
-    // more (SIZE_MAX: "no limit") bounds nothing.
-    while (!sh.try_admit(cap)) {
-      if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest) {
-        if (!keep) keep = shared_from_this();
-        if (sh.make_room()) continue;
-      }
-      return reject(t, sh, true);
+  if (state_.opt.capacity != 0) return submit_counted(t, sh, never);
+  const std::uint64_t seq = sh.take_seq();  // (IN1)
+  const bool callback_owed = sh.publish(t, seq, never);
+  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
+  if (callback_owed) run_wake_callback();
+}
+
+// submit() under Options::capacity: admitted first (Shard::try_admit), counted by what is
+// pending, not by sequence numbers in flight (a re-arm racing this submission takes a seq but no
+// place). Unsigned: a capacity of 2^63 or more (SIZE_MAX: "no limit") bounds nothing.
+void Engine::submit_counted(TaskBase* t, Shard& sh, bool never) {
+  // discard_oldest's make_room() releases its victim's callable: user code that may destroy the
+  // scheduler, which is then kept alive until this call is done with it (empty otherwise: free).
+  std::shared_ptr<Engine> keep;
+  while (!sh.try_admit(state_.opt.capacity)) {
+    if (!state_.opt.on_rejected && state_.opt.rejection == Rejection::discard_oldest) {
+      if (!keep) keep = shared_from_this();
+      if (sh.make_room()) continue;
     }
-    seq = sh.take_seq();  // (IN1)
+    return reject(t, sh, true);
   }
+  const std::uint64_t seq = sh.take_seq();  // (IN1)
+  t->flags |= kCountsCancel;  // its admission counted it: so must its cancel (shard_cancel.cpp)
   const bool callback_owed = sh.publish(t, seq, never);
   if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
   if (callback_owed) run_wake_callback();
@@ -327,7 +330,12 @@ bool Engine::is_terminating() const noexcept {
 bool Engine::is_terminated() const noexcept { return state_.run_state.load(std::memory_order_acquire) == RunState::kTerminated; }
 
 // (PO1) the policy setters' release stores: pair with the shards' acquire loads (PO2).
-void Engine::set_remove_on_cancel(bool v) { state_.remove_on_cancel.store(v, std::memory_order_release); }
+// Cancels made before this call that the shards have not met yet are taken in first, under the
+// policy they were made under (a one-CAS cancel's policy is applied where it is met: Shard::take_in).
+void Engine::set_remove_on_cancel(bool v) {
+  for (auto& sh : shards_) sh->take_in_arrived();
+  state_.remove_on_cancel.store(v, std::memory_order_release);  // (PO1)
+}
 
 void Engine::set_execute_existing_delayed_tasks_after_shutdown(bool v) {
   state_.exec_delayed.store(v, std::memory_order_release);
@@ -346,7 +354,10 @@ void Engine::reapply_policies() {
 
 std::size_t Engine::queue_size() const noexcept {
   std::int64_t total = 0;
-  for (auto& sh : shards_) total += std::max<std::int64_t>(0, sh->pending());
+  for (auto& sh : shards_) {
+    sh->take_in_arrived();  // a cancel made before this call is counted (shard_cancel.cpp)
+    total += std::max<std::int64_t>(0, sh->pending());
+  }
   return static_cast<std::size_t>(total);
 }
 
@@ -408,7 +419,10 @@ bool Engine::would_wait_for_itself() const noexcept {
 
 SchedulerStats Engine::stats() const {
   SchedulerStats out;
-  for (auto& sh : shards_) out.shards.push_back(sh->stats());
+  for (auto& sh : shards_) {
+    sh->take_in_arrived();  // a cancel made before this call is counted (shard_cancel.cpp)
+    out.shards.push_back(sh->stats());
+  }
   return out;
 }
 

@@ -36,6 +36,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
   // ---- submission -------------------------------------------------------------------------------
   void submit(TaskBase* t, std::int64_t deadline, bool never) override;
+  void submit_counted(TaskBase* t, Shard& sh, bool never);  // submit() under Options::capacity
   void reject(TaskBase* t, Shard& sh, bool over_capacity);
   void run_in_caller(TaskBase* t, Shard& sh);
   void on_cancelled(TaskBase* t, bool queued) noexcept override;

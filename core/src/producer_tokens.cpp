@@ -22,7 +22,8 @@ std::atomic<std::uint64_t> g_next_uid{1};
 
 }  // namespace
 
-thread_local ProducerTokens::ThreadCache ProducerTokens::t_cache_;
+constinit thread_local ProducerTokens::ThreadCache ProducerTokens::t_cache_;
+thread_local ProducerTokens::ReleaseAtExit ProducerTokens::t_release_;
 
 ProducerTokens::ProducerTokens(Queue& q) : queue_(q), uid_(g_next_uid.fetch_add(1, std::memory_order_relaxed)) {
   std::lock_guard lock(registry_mutex());
@@ -40,6 +41,7 @@ moodycamel::ProducerToken& ProducerTokens::make_for_this_thread() {
   auto token = std::make_unique<moodycamel::ProducerToken>(queue_);
   if (!token->valid()) throw std::bad_alloc();
   ThreadCache& cache = t_cache_;
+  t_release_.armed = true;  // its first use registers its destructor for this thread's exit
   CacheEntry* slot = nullptr;
   for (CacheEntry& e : cache.entries) {
     if (e.owner == nullptr) { slot = &e; break; }
@@ -65,10 +67,12 @@ void ProducerTokens::give_back(const CacheEntry& e) noexcept {
   if (pos != list.end()) list.erase(pos);  // ~ProducerToken: its producer may be reused
 }
 
-ProducerTokens::ThreadCache::~ThreadCache() {
+ProducerTokens::ReleaseAtExit::~ReleaseAtExit() {
   std::lock_guard lock(registry_mutex());
-  for (CacheEntry& e : entries)
+  for (CacheEntry& e : t_cache_.entries) {
     if (e.owner != nullptr) give_back(e);
+    e = CacheEntry{};  // a later submission from this thread's exit makes a token again
+  }
 }
 
 }  // namespace kairos::detail

@@ -6,11 +6,14 @@
 // producers' half (publish, the pending count) because it is inline on every submission.
 //
 // Counting (queue_size, capacity): pending = submitted - removes_requested - departed - started.
-// Submitted and removes_requested move when submit()/cancel() return; started counts the
-// executions the runners started with no lock held (one counter per runner: starts_), departed
-// the tasks that left otherwise, under mu_ (started under it, dropped, cancelled by a policy; a
-// periodic re-queue counts back in). Edges:
-//   (CT1) count_departed: fetch_add release; count_started: release store of the runner's own
+// Submitted moves when submit() returns, removes_requested when a pinned cancel returns (a queued
+// task, or one its admission counted: shard_cancel.cpp); started counts the executions the
+// runners started with no lock held (one counter per runner: starts_), departed the tasks that
+// left otherwise, under mu_ (started under it, dropped, cancelled by a policy, a one-CAS cancel
+// met in the inbox; a periodic re-queue counts back in). queue_size() and stats() take in what
+// arrived first (take_in_arrived), so a cancel that returned before them is counted. Edges:
+//   (CT1) count_departed: release store of the count + d (one writer at a time, the holder of
+//         mu_); count_started: release store of the runner's own
 //         count + 1 (one writer per counter: no RMW on the runner's path) -> pair with (CT2): a
 //         producer that sees a count sees the task gone, with what its leaving published.
 //   (CT2) pending_of: acquire loads of removes_requested_, departed_ and then the starts; pair
@@ -127,7 +130,7 @@ class Shard {
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
   // True: it woke a poll-mode loop whose Options::on_wake the caller owes (LoopWake::run_callback,
   // once it holds nothing of kairos).
-  [[nodiscard]] bool publish(TaskBase* t, std::uint64_t seq, bool never) {
+  [[nodiscard, gnu::always_inline]] bool publish(TaskBase* t, std::uint64_t seq, bool never) {
     t->seq = static_cast<std::uint32_t>(seq);  // the order stamp (seq_before)
     t->never = never;
     if (t->flags & kRearmable) {  // not yet re-armed: the latest key is the filed one
@@ -137,16 +140,18 @@ class Shard {
       r->latest_never = t->never;
     }
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
-    if (!inbox_.push(t)) {
-      inbox_.abandon();
-      if (engine_.opt.capacity != 0) admitted_.fetch_sub(1, std::memory_order_acq_rel);  // (CT3)
-      wait_.wake();  // drain_all() may be waiting for this seq
-      release(t);
-      throw std::bad_alloc();
-    }
+    if (!inbox_.push(t)) [[unlikely]] publish_failed(t);
     const bool callback_owed = wait_.notify_earlier(never ? kMaxNs : deadline);
     if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) wait_.wake();  // high-water: drain in bulk
     return callback_owed;
+  }
+  // publish()'s push found no memory: the seq is given back, t released; throws std::bad_alloc.
+  [[noreturn, gnu::cold, gnu::noinline]] void publish_failed(TaskBase* t) {
+    inbox_.abandon();
+    if (engine_.opt.capacity != 0) admitted_.fetch_sub(1, std::memory_order_acq_rel);  // (CT3)
+    wait_.wake();  // drain_all() may be waiting for this seq
+    release(t);
+    throw std::bad_alloc();
   }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
   // The canceller's half (SchedulerCore::on_cancelled, shard_cancel.cpp): t is kCancelled|kPin.
@@ -170,6 +175,9 @@ class Shard {
   // ever (empty, or only never-due tasks).
   // Arms the loop's wake-up there (Scheduler::next_deadline, shard_poll.cpp).
   std::int64_t earliest_deadline() KAIROS_EXCLUDES(mu_);
+  // Takes in every submission counted before the call (queue_size, stats, the remove-on-cancel
+  // setter: a cancel made before them is counted). shard_poll.cpp.
+  void take_in_arrived() noexcept KAIROS_EXCLUDES(mu_);
   void lower_wake(std::int64_t deadline) noexcept { wait_.lower(deadline); }
 
   // ---- lifecycle calls: any thread; each takes mu_ (shard_retire.cpp, shard.cpp) ---------------
@@ -294,9 +302,11 @@ class Shard {
     for (std::size_t r = 0; r < runners_; ++r) p -= starts_[r].n.load(std::memory_order_acquire);  // (CT2)
     return p;
   }
-  // (CT1) release: pairs with (CT2): a producer that sees this count sees the task gone.
+  // (CT1) release: pairs with (CT2): a producer that sees this count sees the task gone. One
+  // writer at a time (the holder of mu_): a load and a store, no locked RMW (the leader counts
+  // out every one-CAS cancel it meets in the inbox here).
   void count_departed(std::int64_t d) noexcept KAIROS_REQUIRES(mu_) {
-    departed_.fetch_add(d, std::memory_order_release);
+    departed_.store(departed_.load(std::memory_order_relaxed) + d, std::memory_order_release);
   }
   // An execution runner `runner` started with no lock held (run_task). Only that runner writes
   // its counter (poll mode: the poller of the moment, one at a time under polling_ and mu_).
@@ -348,7 +358,7 @@ class Shard {
   bool restamp_due_ KAIROS_GUARDED_BY(mu_) = false;
   std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it
   // Written under mu_ (count_departed, bump: KAIROS_REQUIRES(mu_)), read without it.
-  std::atomic<std::int64_t> departed_{0};  // see "Counting": an RMW (the starts were not)
+  std::atomic<std::int64_t> departed_{0};  // see "Counting"
   std::atomic<std::uint64_t> ran_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> periodic_failures_{0};  // the runners, no lock: a relaxed RMW (run_once)

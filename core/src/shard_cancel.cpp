@@ -5,23 +5,36 @@
 //   TaskBase::state           one word, changed only by CAS (detail/task.hpp). A cancel wins
 //                             kPending -> kCancelled (or kRunning/kOrphan -> kCancelled) against
 //                             a start, a completion, shutdown_now and the leader's take-in.
-//   kPin                      set by the cancel's own CAS, cleared by on_cancelled: while it is
-//                             set, the canceller is inside this shard (counting, one post), so
-//                             the shard and its scheduler stay alive.
+//   kPin                      set by the cancel's own CAS when the canceller must enter the shard
+//                             (below), cleared by on_cancelled: while it is set, the canceller is
+//                             inside this shard (counting, one post), so the shard and its
+//                             scheduler stay alive.
 //   kRemoved                  set together with the pin's release (CN2): the task is counted out
 //                             already (removes_requested_), nobody counts it out again.
 //   removes_requested_        canceller threads add (CN4); pending_of reads (CT2, shard.hpp).
 //   the remove request        a queued task only, under remove-on-cancel: a reference of its
 //                             own, posted to the inbox, taken by the leader (apply_request).
 //
-// Cancel without a second message. A task the leader has not taken in (no kQueued) is cancelled
-// by its state word alone; the leader drops the node when it drains it (take_in). Only a cancel
-// that sees kQueued posts a remove request, and only under remove-on-cancel.
+// The common cancel is one CAS and never enters the shard. A task the leader has not taken in
+// (no kQueued: a timeout cancelled well before it is due, W2) is cancelled by its state word
+// alone: kPending -> kCancelled, no pin, no count, no message. Whoever next drains the inbox
+// meets it there (Shard::take_in) and applies the remove-on-cancel policy then: drops it and
+// counts it out (departed_, cancelled_), or retains it until its deadline as Java's class does
+// with the policy off. A count that must be exact at once drains first: queue_size(), stats()
+// and the policy's setter take in what arrived before them (Shard::take_in_arrived), so a cancel
+// that returned before them is counted, under the policy it was made under. The transfer budget
+// (docs/design.md): the canceller writes only the task's own line, which it wrote at submission
+// and which the leader has not read yet, and makes one locked RMW on it.
+// The pinned cancel (CAS with kPin, on_cancelled, the pin's release) remains where the shard must
+// know at once: a queued task (a remove request), and a task whose admission counted it
+// (kCountsCancel: Options::capacity, whose try_admit reads removes_requested_ on every
+// submission).
 //
 // Edges (each names its partner):
 //   (CN1) cancel CAS acq_rel: one winner against a start, a completion, shutdown_now and the
 //         take-in CAS (TI1, shard_leader.cpp): a take-in that fails against it reloads and sees
-//         kCancelled; a cancel that fails against TI1 reloads, sees kQueued, and posts a request.
+//         kCancelled (and, for the one-CAS cancel, the canceller's writes before it); a cancel
+//         that fails against TI1 reloads, sees kQueued, and posts a request.
 //   (CN2) on_cancelled: fetch_and / fetch_xor release clears the pin (and sets kRemoved) ->
 //         pairs with (CN3).
 //   (CN3) wait_unpinned (shard.hpp): acquire loads until the pin is clear; whoever drops or
@@ -34,14 +47,17 @@
 
 namespace kairos::detail {
 
-// The handle's half: wins the state word, then (from kPending) tells the shard, then finishes the
-// completion. Not complete() (completion.hpp): its CAS takes kPending, kRunning or kOrphan
-// (whichever it meets) and sets the pin with kCancelled, the shard clears the pin before the
-// awaiters are resumed (a resumed coroutine may destroy the scheduler, whose shards wait for every
-// pin), and a task cancelled while it runs keeps its callable for its runner.
-bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running) noexcept {
-  KAIROS_DCHECK(no_kairos_lock_held());
-  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (CN1) its CAS below
+namespace {
+
+// cancel_task's every other case: a task taken in, counted by its admission, waited on, held by a
+// re-arm, running, an orphan, or a CAS that lost to another change of the word. `s`: the word
+// last read. Not complete() (completion.hpp): its CAS takes kPending, kRunning or kOrphan
+// (whichever it meets) and sets the pin with kCancelled when it must enter the shard, the shard
+// clears the pin before the awaiters are resumed (a resumed coroutine may destroy the scheduler,
+// whose shards wait for every pin), and a task cancelled while it runs keeps its callable for its
+// runner.
+[[gnu::noinline]] bool cancel_task_in_general(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
+                                             std::uint32_t s) noexcept {
   for (;;) {
     std::uint32_t st = s & kStateMask;
     std::uint32_t n;
@@ -50,7 +66,9 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
       s = t->state.load(std::memory_order_acquire);
       continue;
     }
-    if (st == kPending) n = (s & ~kStateMask) | kCancelled | kPin;
+    // The one-CAS cancel (above) unless taken in or counted by an admission.
+    const bool pinned = st == kPending && ((s & kQueued) || (t->flags & kCountsCancel));
+    if (st == kPending) n = (s & ~kStateMask) | kCancelled | (pinned ? kPin : 0);
     else if (st == kRunning || st == kOrphan) n = (s & ~kStateMask) | kCancelled;
     else return false;
     // (CN1) acq_rel: one winner against a start, a completion, shutdown_now and the leader's
@@ -58,8 +76,8 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
     if (!t->state.compare_exchange_weak(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     if (s & kWaiters) futex_wake_all(&t->state);
     if (st == kPending) {
-      core->on_cancelled(t, s & kQueued);  // clears the pin
-      t->ops->drop_callable(t);            // it will never run: its captures go now
+      if (pinned) core->on_cancelled(t, s & kQueued);  // clears the pin
+      t->ops->drop_callable(t);                        // it will never run: its captures go now
     } else if (st == kOrphan) {
       t->ops->drop_callable(t);
     } else if (may_interrupt_if_running) {
@@ -68,6 +86,27 @@ bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running
     finish_completion(t, (s & ~kStateMask) | kCancelled);  // (AW3) the caller's handle keeps t alive
     return true;
   }
+}
+
+}  // namespace
+
+// The handle's half. The common case first, in a few instructions: a pending task not taken in,
+// not counted by an admission, with no waiter and no awaiter: one CAS (CN1) and the callable.
+bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running) noexcept {
+  KAIROS_DCHECK(no_kairos_lock_held());
+  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (CN1) its CAS below
+  constexpr std::uint32_t kNotPlain = kStateMask | kQueued | kWaiters | kAwaited;
+  if ((s & kNotPlain) == kPending && !(t->flags & kCountsCancel)) {
+    // (CN1) acq_rel, as below; a word changed meanwhile (a take-in, a waiter, a reference) fails
+    // it, and the general path decides again.
+    const std::uint32_t n = s | kCancelled;
+    if (t->state.compare_exchange_strong(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) [[likely]] {
+      t->ops->drop_callable(t);  // it will never run: its captures go now
+      finish_completion(t, n);   // (AW3) nothing awaits it (no kAwaited): the one completion's last step
+      return true;
+    }
+  }
+  return cancel_task_in_general(t, core, may_interrupt_if_running, s);
 }
 
 // The shard's half (SchedulerCore::on_cancelled): t is kCancelled|kPin.

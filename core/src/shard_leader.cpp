@@ -225,12 +225,15 @@ void Shard::take_in(Lock& lk, TaskBase* t) {
   }
   for (;;) {
     if ((s & kStateMask) == kCancelled) {  // cancelled before it was queued: no request was sent
-      wait_unpinned(t);  // (CN3)
+      wait_unpinned(t);  // (CN3) a pinned cancel (kCountsCancel) counts before it unpins
       s = t->state.load(std::memory_order_acquire);
-      bool shut = engine_.state() != RunState::kActive;
-      if ((s & kRemoved) || shut) {  // removed (already uncounted), or no retention after shutdown
-        if (!(s & kRemoved)) count_departed(1);
-        drop(lk, t, false);
+      // Removed: counted out by its cancel already. Else a one-CAS cancel (shard_cancel.cpp),
+      // whose remove-on-cancel policy applies here (its setter took in every cancel made before
+      // it), or a cancel under the policy off: dropped and counted out now, or retained until
+      // its deadline as Java's class does (never after shutdown).
+      if ((s & kRemoved) || engine_.state() != RunState::kActive ||
+          engine_.remove_on_cancel.load(std::memory_order_acquire)) {  // (PO2)
+        drop_cancelled(lk, t, false);
       } else {
         queue_.push(t);  // retained until its deadline, as Java's class does
       }

@@ -82,6 +82,8 @@ inline constexpr std::uint8_t kFixedDelay = 2;
 inline constexpr std::uint8_t kStoppable = 4;
 inline constexpr std::uint8_t kNoFuture = 8;  // execute(): exceptions go to on_uncaught
 inline constexpr std::uint8_t kRearmable = 16;  // a RearmBase: rearm() may move its deadline
+inline constexpr std::uint8_t kCountsCancel = 32;  // its cancel counts it out at once (Options::capacity:
+                                                   // admissions read the count; core/src/shard_cancel.cpp)
 
 // TaskBase::life: what the node's storage holds. Written by the one thread that owns the run
 // (or won the cancel), read by the last owner and by get() after an acquire of a final state.
