@@ -2,7 +2,7 @@
 """count-locked-rmw.py: instructions and locked read-modify-writes per operation, per thread,
 counted exactly (callgrind), for issue 29's path budget.
 
-    tools/count-locked-rmw.py BUILD_DIR [MODE] [N]
+    tools/count-locked-rmw.py BUILD_DIR [MODE] [N] [--caller-only] [--max-instructions X] [--max-locked Y]
 
 runs `kairos_submit_driver N MODE` and `kairos_submit_driver N/2 MODE` (MODE: cancel, the W2
 pair at lag 0 (default); "" (W1: schedule); execute; schedule0; burst) under
@@ -13,7 +13,9 @@ caller (the producer); the others are the scheduler's. The lock-prefixed instruc
 by disassembling the driver (objdump; libkairos is linked statically into it), so a locked RMW
 in a shared library (libstdc++, libc) is not counted: kairos makes none there on these paths.
 
-Measurement only: nothing in the build or the tests depends on it. Counts do not depend on the
+With --max-instructions / --max-locked it is also a test (CTest `PathBudget.*`,
+perf/micro/CMakeLists.txt): exit status 1 if the caller's own path costs more per operation
+(--caller-only skips the whole-program runs). Nothing else in the build depends on it. Counts do not depend on the
 machine's load (callgrind counts instructions, not time).
 """
 import os
@@ -124,17 +126,33 @@ def run(driver, n, mode, outdir, loop_only):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args, limits, caller_only = [], {}, False
+    argv = sys.argv[1:]
+    while argv:
+        a = argv.pop(0)
+        if a == "--caller-only":
+            caller_only = True
+        elif a in ("--max-instructions", "--max-locked"):
+            if not argv:
+                print(f"{a} needs a value", file=sys.stderr)
+                return 2
+            limits[a] = float(argv.pop(0))
+        else:
+            args.append(a)
+    if not args:
         print(__doc__)
         return 2
-    build = sys.argv[1]
-    mode = sys.argv[2] if len(sys.argv) > 2 else "cancel"
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
+    build = args[0]
+    mode = args[1] if len(args) > 1 else "cancel"
+    if mode == "schedule":  # W1: the driver's default mode
+        mode = ""
+    n = int(args[2]) if len(args) > 2 else 200000
+    over = []
     driver = os.path.join(build, "perf", "micro", "kairos_submit_driver")
     locked, symbols = locked_addresses(driver)
     ops = n - n // 2
     with tempfile.TemporaryDirectory() as d:
-        for loop_only in (True, False):
+        for loop_only in ((True,) if caller_only else (True, False)):
             per = {}
             for size in (n, n // 2):
                 for tid, path in run(driver, size, mode, d, loop_only).items():
@@ -168,11 +186,17 @@ def main():
                     if loop_only and ir1 == ir2:
                         continue
                     print(f"{tid:>6}  {(ir1 - ir2) / ops:12.1f}  {(lk1 - lk2) / ops:11.2f}")
+                    if loop_only:
+                        for flag, value in (("--max-instructions", (ir1 - ir2) / ops), ("--max-locked", (lk1 - lk2) / ops)):
+                            if flag in limits and value > limits[flag]:
+                                over.append(f"{flag[6:]}: {value:.2f} per operation, over the budget of {limits[flag]}")
                     for fn in sorted(s1, key=lambda f: -(s1[f] - s2.get(f, 0))):
                         dd = (s1[fn] - s2.get(fn, 0)) / ops
                         if dd >= 0.01:
                             print(f"{'':>20}  {dd:11.2f}  in {fn[:110]}")
-    return 0
+    for line in over:
+        print(f"FAIL: the caller's path, {line}")
+    return 1 if over else 0
 
 
 if __name__ == "__main__":

@@ -5,10 +5,13 @@ set -euo pipefail
 # lintian and file: the Debian package check (tests/package/check_deb.sh; CPack reads sonames with file).
 # clang and its runtime: the public headers compiled with clang++ -Werror (public_headers_werror)
 # and the libFuzzer targets CI runs (tests/fuzz, tests/model).
+# valgrind, python3, binutils: the path budget's exact counts (tools/count-locked-rmw.py, CTest
+# PathBudget.*).
 # prometheus-cpp-dev: the optional metrics component (metrics/, kairos::metrics) and its test
 # (tests/metrics: a scrape through prometheus-cpp's Exposer); without it the component is left out.
 pkgs=(cmake g++ make git pkgconf libconcurrentqueue-dev libgtest-dev libbenchmark-dev libboost-dev
-      nlohmann-json3-dev libcli11-dev zlib1g-dev lintian file clang libclang-rt-14-dev prometheus-cpp-dev)
+      nlohmann-json3-dev libcli11-dev zlib1g-dev lintian file clang libclang-rt-14-dev prometheus-cpp-dev
+      valgrind python3 binutils)
 if [ "${KAIROS_WITH_JAVA:-1}" = 1 ]; then
   # The Java peers (java-stpe-1, java-stpe-2, netty-wheel) need javac; the default JDK is enough.
   pkgs+=(default-jdk-headless libnetty-java libhdrhistogram-java)

@@ -202,4 +202,119 @@ TEST(QueueSize, CountsEachShardAndPeriodicTasksOnce) {
   EXPECT_EQ(s.queue_size(), 0u);
 }
 
+// ---- the one-CAS cancel (core/src/shard_cancel.cpp) ------------------------------------------
+// A task not taken in is cancelled by its state word alone; the drain that meets it applies the
+// policy and counts it. A poll-mode scheduler that is never polled drains only when a call asks:
+// what these tests count was cancelled in the inbox.
+
+kairos::Options never_polled() {
+  kairos::Options o;
+  o.poll_mode = true;
+  return o;
+}
+
+TEST(Cancel, CancelsInTheInboxAreCountedAtOnceByQueueSizeStatsAndShutdownNow) {
+  kairos::Options o = never_polled();
+  o.remove_on_cancel = true;
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> s(o, clock);
+  std::vector<kairos::ScheduledFuture<void>> fs;
+  for (int i = 0; i < 1000; ++i) fs.push_back(s.schedule([] {}, std::chrono::hours(1)));
+  for (int i = 0; i < 1000; i += 5) {
+    for (int k = 0; k < 3; ++k) EXPECT_TRUE(fs[i + k].cancel());
+  }
+  EXPECT_EQ(s.stats().total().cancelled, 600u);  // before queue_size(): stats() takes them in too
+  EXPECT_EQ(s.queue_size(), 400u);
+  EXPECT_EQ(s.stats().total().pending, 400u);
+  for (int i = 0; i < 1000; i += 5) EXPECT_FALSE(fs[i].cancel());  // cancelled once only
+  EXPECT_EQ(s.shutdown_now().size(), 400u);
+  EXPECT_EQ(s.stats().total().cancelled, 600u);
+}
+
+// The remove-on-cancel policy a cancel was made under is the one that applies to it, also when
+// no drain met it before the policy changed (the setter takes in what arrived first): removed
+// under true, retained until its deadline under false, as Java's class does.
+TEST(Cancel, ACancelMadeBeforeThePolicyChangesIsJudgedByThePolicyItWasMadeUnder) {
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> s(never_polled(), clock);
+  auto retained = s.schedule([] {}, 1h);
+  auto kept = s.schedule([] {}, 2h);
+  EXPECT_TRUE(retained.cancel());  // remove-on-cancel off: retained
+  s.set_remove_on_cancel(true);
+  auto removed = s.schedule([] {}, 3h);
+  EXPECT_TRUE(removed.cancel());  // on: removed
+  s.set_remove_on_cancel(false);
+  EXPECT_EQ(s.queue_size(), 2u);  // kept and the retained one
+  EXPECT_EQ(s.stats().total().cancelled, 1u);
+  EXPECT_EQ(s.purge(), 1u);  // Java's purge(): the retained one goes
+  EXPECT_EQ(s.queue_size(), 1u);
+  EXPECT_FALSE(kept.is_done());
+}
+
+// Capacity: a task's admission counted it, so its cancel counts it out at once (the pinned
+// cancel), and its place is free for the next submission without any drain.
+TEST(Cancel, UnderACapacityACancelInTheInboxFreesItsPlaceAtOnce) {
+  kairos::Options o = never_polled();
+  o.remove_on_cancel = true;
+  o.capacity = 10;
+  o.rejection = kairos::Rejection::abort;
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> s(o, clock);
+  std::vector<kairos::ScheduledFuture<void>> fs;
+  for (int i = 0; i < 10; ++i) fs.push_back(s.schedule([] {}, 1h));
+  EXPECT_THROW(s.schedule([] {}, 1h), kairos::RejectedExecution);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(fs[i].cancel());
+  for (int i = 0; i < 4; ++i) fs.push_back(s.schedule([] {}, 1h));
+  EXPECT_THROW(s.schedule([] {}, 1h), kairos::RejectedExecution);
+  EXPECT_EQ(s.queue_size(), 10u);
+}
+
+// Producers cancel their own timeouts (W2's shape, some in the inbox, some taken in) while the
+// leader drains, a monitor reads queue_size() and stats() and flips the policy: every task runs
+// or is cancelled, exactly once, and the counts agree at the end.
+TEST(Cancel, OneCasCancelsRacingTheDrainsAndThePolicySetterLoseNothing) {
+  kairos::Options o = kairos_test::threads(2, 1);
+  o.remove_on_cancel = true;
+  kairos::Scheduler s(o);
+  constexpr int kProducers = 2, kPerProducer = 20000, kLag = 64;
+  std::atomic<int> ran{0}, cancelled{0};
+  std::atomic<bool> done{false};
+  std::thread monitor([&] {
+    for (bool on = false; !done.load(std::memory_order_acquire); on = !on) {
+      (void)s.queue_size();
+      (void)s.stats();
+      s.set_remove_on_cancel(on);
+    }
+    s.set_remove_on_cancel(true);
+  });
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p)
+    producers.emplace_back([&, p] {
+      std::vector<kairos::ScheduledFuture<void>> window(kLag);
+      for (int i = 0; i < kPerProducer; ++i) {
+        auto& slot = window[static_cast<std::size_t>(i) % kLag];
+        if (slot.valid() && slot.cancel()) cancelled.fetch_add(1, std::memory_order_relaxed);
+        // every 16th is due soon and runs unless cancelled first; the rest are timeouts
+        auto delay = (i + p) % 16 == 0 ? std::chrono::microseconds(50) : std::chrono::microseconds(60'000'000);
+        slot = s.schedule([&] { ran.fetch_add(1, std::memory_order_relaxed); }, delay);
+      }
+      for (auto& f : window)
+        if (f.cancel()) cancelled.fetch_add(1, std::memory_order_relaxed);
+    });
+  for (auto& t : producers) t.join();
+  done.store(true, std::memory_order_release);
+  monitor.join();
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  const auto total = s.stats().total();
+  EXPECT_EQ(ran.load() + cancelled.load(), kProducers * kPerProducer);
+  EXPECT_EQ(total.ran, static_cast<std::uint64_t>(ran.load()));
+  // Cancels made under the policy off are retained until their deadlines (60 s): counted
+  // pending, not cancelled, until then; shutdown_now() returns none of them (they are cancelled).
+  EXPECT_EQ(total.cancelled + s.queue_size(), static_cast<std::uint64_t>(cancelled.load()));
+  const std::size_t retained = s.queue_size();
+  EXPECT_EQ(s.purge(), retained);
+  EXPECT_EQ(s.queue_size(), 0u);
+  EXPECT_TRUE(s.shutdown_now().empty());
+}
+
 }  // namespace
