@@ -12,7 +12,9 @@
 //                             leader under mu_ while the task is out of the queue (adopt_latest),
 //                             by its only owner after kOrphan, and read by delay() (relaxed).
 //   the refile request        a re-arm to an earlier deadline posts one (a reference of its own)
-//                             to the inbox; the leader applies it under mu_ (refile).
+//                             to the inbox; the leader applies it under mu_ (refile). At most
+//                             one per task until the leader files the task at its newest key
+//                             (refile_posted, RearmBase: both sides hold kRearming).
 //
 // The protocol. The re-armer, holding kRearming, writes the latest key; the new key takes a
 // sequence number like a submission (IN1), so equal deadlines keep re-arm order against other
@@ -71,10 +73,16 @@ bool Shard::rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcep
     inbox_.abandon();
     return false;
   }
-  add_ref(t);  // the request's reference
-  // No memory for the request: it starts at its filed deadline, later than asked (the one
-  // way a re-arm can be late; the inbox allocates only when it grows past its high-water).
-  if (!inbox_.post(t, Inbox::kRefileTag)) release(t);
+  // A request already in flight files the task at this newest key when the leader applies it
+  // (refile_rearmable_at_newest reads the latest key under kRearming): no second one, so a flood
+  // of earlier re-arms keeps one item per task in the inbox, not one per re-arm.
+  if (!r->refile_posted) {
+    add_ref(t);  // the request's reference
+    // No memory for the request: it starts at its filed deadline, later than asked (the one
+    // way a re-arm can be late; the inbox allocates only when it grows past its high-water).
+    if (inbox_.post(t, Inbox::kRefileTag)) r->refile_posted = 1;
+    else release(t);
+  }
   // The seq is given back before the wake: a loop woken here drains the request without
   // waiting for this thread (its count read waits for every seq taken before it).
   inbox_.abandon();

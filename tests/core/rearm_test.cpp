@@ -221,4 +221,47 @@ TEST(Rearm, RearmAtChecksTheClockAndTheTask) {
   EXPECT_TRUE(plain.cancel());
 }
 
+// A thread that re-arms a task earlier and earlier as fast as it can keeps at most one refile
+// request in flight (RearmBase::refile_posted), so every call that drains the inbox until it has
+// what came before it returns while the flood goes on: queue_size(), stats(), next_deadline()
+// and poll() of a poll-mode scheduler (whose drains take in everything, with no leader), and the
+// task still runs at its newest deadline. (Without the coalescing the drain chased the requests
+// for as long as the flood lasted.)
+TEST(Rearm, AFloodOfEarlierReArmsDoesNotHoldUpCallsThatDrain) {
+  kairos::Options o;
+  o.poll_mode = true;
+  kairos::Scheduler s(o);
+  std::atomic<int> runs{0};
+  auto f = s.schedule_rearmable([&] { runs.fetch_add(1); }, 10h);
+  const auto far = std::chrono::steady_clock::now() + 5h;
+  std::atomic<bool> stop{false};
+  std::atomic<long> rearms{0};
+  std::thread flood([&] {
+    for (long i = 1; !stop.load(std::memory_order_relaxed); ++i) {
+      EXPECT_TRUE(f.rearm_at(far - std::chrono::nanoseconds(i)));
+      rearms.store(i, std::memory_order_relaxed);
+    }
+  });
+  kairos_test::Watchdog watchdog("drains under a flood of earlier re-arms", kairos_test::kHangLimit);
+  ASSERT_TRUE(kairos_test::eventually([&] { return rearms.load() > 10'000; }));
+  for (int k = 0; k < 20; ++k) {
+    // One task; a re-arm in progress counts for a moment too (its seq not yet given back).
+    EXPECT_GE(s.queue_size(), 1u);
+    EXPECT_LE(s.queue_size(), 2u);
+    EXPECT_LE(s.stats().total().pending, 2u);
+    const auto next = s.next_deadline();
+    ASSERT_TRUE(next.has_value());
+    EXPECT_GT(*next, std::chrono::steady_clock::now() + 4h);
+    EXPECT_EQ(s.poll(), 0u);
+  }
+  stop.store(true);
+  flood.join();
+  ASSERT_TRUE(f.rearm(0ns));  // due now: it runs at the newest deadline, once
+  EXPECT_TRUE(kairos_test::eventually([&] {
+    s.poll();
+    return runs.load() == 1;
+  }));
+  EXPECT_EQ(s.queue_size(), 0u);
+}
+
 }  // namespace

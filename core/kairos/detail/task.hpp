@@ -313,12 +313,20 @@ struct RearmBase : TaskBase {
   std::int64_t latest_deadline = 0;
   std::uint32_t latest_seq = 0;
   std::uint8_t latest_never = 0;
+  // 1 while a refile request of this task may be in flight (core/src/shard_rearm.cpp): set by
+  // the re-armer that posts one, cleared when the leader files the task at its latest key
+  // (adopt_latest); both hold kRearming (or are the only owner). A re-arm that finds it set sends
+  // no second request: the one in flight files the task at the newest key. So a thread that
+  // re-arms a task earlier and earlier as fast as it can keeps at most one request in the inbox,
+  // and a drain never chases it. In the padding after latest_never: the node does not grow.
+  std::uint8_t refile_posted = 0;
   bool rearmed() const noexcept {
     return latest_seq != seq || latest_deadline != deadline || latest_never != never;
   }
   // Files the task at its latest key (the holder of kRearming, or the only owner). True iff the
   // key changed.
   bool adopt_latest() noexcept {
+    refile_posted = 0;  // filed at the newest key now: a later earlier re-arm posts again
     if (!rearmed()) return false;
     std::atomic_ref<std::int64_t>(deadline).store(latest_deadline, std::memory_order_relaxed);  // delay()
     std::atomic_ref<std::uint8_t>(never).store(latest_never, std::memory_order_relaxed);
