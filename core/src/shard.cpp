@@ -1,5 +1,5 @@
 // shard.cpp: a shard's state and its lock: construction, the graveyard (no user code under mu_),
-// and what the lifecycle calls read (idle, stats).
+// and what the lifecycle and query calls read (idle, take_in_arrived, stats).
 //
 // The shard's protocols, one file each, in the order a task meets them:
 //   shard.hpp           producers: publish and the pending count (CT edges)
@@ -94,6 +94,22 @@ bool Shard::idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t no
   if (!idle) wait_.wake();
   unlock_and_bury(lk, grave);
   return idle;
+}
+
+// queue_size(), stats(), the remove-on-cancel setter: every submission counted before the call
+// is taken in (and a one-CAS cancel met there counted out: shard_cancel.cpp). No wake-up is
+// owed: the leader computes its wait under mu_ (so it sees what this took in), and a submission
+// this took in after the leader armed was counted after its arm, so its producer met that arm
+// (LW3) and woke it if it had to. Before shutdown only: after it, the shutdown took in what had
+// arrived and a racing submission is settled by its producer (RS2).
+void Shard::take_in_arrived() noexcept {
+  std::vector<TaskBase*> grave;  // empty unless the drain dropped something: no allocation then
+  Lock lk(mu_);
+  if (threads_alive_ > 0 && engine_.state() == RunState::kActive) {
+    const std::uint64_t counted = inbox_.submitted(), seq_bound = inbox_.seqs_taken();  // (IN5), (IN8)
+    drain_through(lk, counted, seq_bound);
+  }
+  unlock_and_bury(lk, grave);
 }
 
 ShardStats Shard::stats() const {

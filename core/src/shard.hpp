@@ -176,7 +176,7 @@ class Shard {
   // Arms the loop's wake-up there (Scheduler::next_deadline, shard_poll.cpp).
   std::int64_t earliest_deadline() KAIROS_EXCLUDES(mu_);
   // Takes in every submission counted before the call (queue_size, stats, the remove-on-cancel
-  // setter: a cancel made before them is counted). shard_poll.cpp.
+  // setter: a cancel made before them is counted). shard.cpp.
   void take_in_arrived() noexcept KAIROS_EXCLUDES(mu_);
   void lower_wake(std::int64_t deadline) noexcept { wait_.lower(deadline); }
 

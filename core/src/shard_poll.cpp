@@ -109,22 +109,6 @@ std::int64_t Shard::earliest_deadline() {
   return d;
 }
 
-// queue_size(), stats(), the remove-on-cancel setter: every submission counted before the call
-// is taken in (and a one-CAS cancel met there counted out: shard_cancel.cpp). No wake-up is
-// owed: the leader computes its wait under mu_ (so it sees what this took in), and a submission
-// this took in after the leader armed was counted after its arm, so its producer met that arm
-// (LW3) and woke it if it had to. Before shutdown only: after it, the shutdown took in what had
-// arrived and a racing submission is settled by its producer (RS2).
-void Shard::take_in_arrived() noexcept {
-  std::vector<TaskBase*> grave;  // empty unless the drain dropped something: no allocation then
-  Lock lk(mu_);
-  if (threads_alive_ > 0 && engine_.state() == RunState::kActive) {
-    const std::uint64_t counted = inbox_.submitted(), seq_bound = inbox_.seqs_taken();  // (IN5), (IN8)
-    drain_through(lk, counted, seq_bound);
-  }
-  unlock_and_bury(lk, grave);
-}
-
 // The earliest deadline a pending task of this shard waits for (mu_ held): the queue's head at
 // its newest key (a head re-armed since it was filed goes back in line first), or a task still
 // waiting in a running poll's batch (a task of that poll asking). kMaxNs if none is ever due.
