@@ -459,6 +459,9 @@ void Engine::close() noexcept {
   }
   // Threads other than the caller are gone; the shards keep what raced the end.
   for (auto& sh : shards_) sh->cancel_leftovers_if_dead();
+  // The scheduler's destructor returns next: a ManualClock is the user's again, to destroy at
+  // once, while a thread detached above (or an outer poll) may still read the time (MC1).
+  state_.release_clock();
 }
 thread_local unsigned Engine::t_shard_slot = ~0u;
 thread_local Engine::OwnShard Engine::t_own_shard{};

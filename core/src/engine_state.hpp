@@ -41,8 +41,25 @@ struct EngineState {
   const std::shared_ptr<const std::function<void(std::exception_ptr)>> on_uncaught;
   const bool exec_hooks;  // a run goes through Shard::run_hooked (shard_hooks.cpp)
   const std::unique_ptr<LoopWake> loop_wake;  // poll mode: the loop's wake fd and on_wake
+  // A ManualClock scheduler's clock after its destructor (release_clock, MC1).
+  std::atomic<bool> clock_released{false};
+  std::atomic<std::int64_t> released_at{0};
 
-  std::int64_t now_ns() const noexcept { return manual ? manual->now_ns() : steady_now_ns(); }
+  std::int64_t now_ns() const noexcept {
+    if (manual == nullptr) return steady_now_ns();
+    // (MC1) acquire, pairs with release_clock's release store: once the scheduler's destructor
+    // is done, its clock is the user's again (it may go at once), yet a thread of this engine
+    // can still be on its way out (destroyed from inside one of its own tasks: detached), or an
+    // outer poll still running: they read the time the clock had then.
+    if (clock_released.load(std::memory_order_acquire)) return released_at.load(std::memory_order_relaxed);
+    return manual->now_ns();
+  }
+  // The destructor's last step (Engine::close): no read of the ManualClock after it.
+  void release_clock() noexcept {
+    if (manual == nullptr) return;
+    released_at.store(manual->now_ns(), std::memory_order_relaxed);
+    clock_released.store(true, std::memory_order_release);  // (MC1)
+  }
   // (RS3) the shards' read of the lifecycle state: each caller needs an acquire (it sees what
   // RS1 or RS4 published, and the state only moves forward); the load is seq_cst, stronger than
   // that and no dearer on x86-64 (a plain load either way), so no caller's need is argued below

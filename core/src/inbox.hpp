@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <new>
 #include <span>
@@ -60,6 +61,7 @@ class Inbox {
  public:
   static constexpr std::size_t kChunk = 256;           // items per try_dequeue_bulk
   static constexpr std::size_t kWideChunk = 4096;      // ... in drain_through
+  static constexpr int kQueryRounds = 16;              // drain_through's bound for a query
   static constexpr int kMaxPasses = 64;                // per drain(): the leader never chases
   static constexpr std::uintptr_t kRemoveTag = 1;      // an item with this bit: a remove request
   static constexpr std::uintptr_t kRefileTag = 2;      // this one: a re-arm to an earlier deadline
@@ -183,8 +185,13 @@ class Inbox {
   // complete pass begun during the call visited every sub-queue, so it saw every item enqueued
   // before the call: that is what is waited for, beside the count (a counted producer between
   // its seq and its enqueue) and the confirmation of what was seen.
+  // `max_rounds` bounds the work of a call that must not chase producers faster than its drain
+  // (kQueryRounds: queue_size(), stats(); about 500,000 items): it returns after that many rounds
+  // with what it has, which is every item counted before it unless producers outpaced it all
+  // along (then the counts it serves are approximate, as they are while producers are busy).
   template <class TakeIn, class Request>
-  void drain_through(std::uint64_t counted, std::uint64_t seq_bound, TakeIn&& take_in, Request&& request) {
+  void drain_through(std::uint64_t counted, std::uint64_t seq_bound, TakeIn&& take_in, Request&& request,
+                     int max_rounds = std::numeric_limits<int>::max()) {
     const std::uint64_t passes_before = complete_passes_;
     // First an ordinary drain (the common case: it takes everything in). Then wide passes: a pass
     // confirms only if it comes back short, and under producers nearly as fast as this drain a
@@ -196,6 +203,7 @@ class Inbox {
           !holds_unconfirmed_before(seq_bound))
         return;
       if (refused_) return;  // the timer queue cannot take them in: memory is short
+      if (i + 1 >= max_rounds) return;
       if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue
     }
   }

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
@@ -260,7 +261,8 @@ class Shard {
   RunContext run_context() noexcept { return {engine_.on_uncaught.get(), &periodic_failures_}; }
   void after_run(Lock& lk, const Slot& slot, bool taken) KAIROS_REQUIRES(mu_);
   // shard_poll.cpp:
-  void drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound) KAIROS_REQUIRES(mu_);
+  void drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound,
+                     int max_rounds = std::numeric_limits<int>::max()) KAIROS_REQUIRES(mu_);
   std::int64_t effective_earliest(Lock& lk) KAIROS_REQUIRES(mu_);
   // shard_rearm.cpp. The common case, a task that cannot be re-armed, is decided here inline.
   [[nodiscard]] Start try_start(TaskBase* t) noexcept {

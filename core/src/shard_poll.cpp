@@ -125,8 +125,8 @@ std::int64_t Shard::effective_earliest(Lock& lk) {
   return d;
 }
 
-void Shard::drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound) {
-  inbox_.drain_through(counted, seq_bound, take_in_callback(lk), request_callback(lk));
+void Shard::drain_through(Lock& lk, std::uint64_t counted, std::uint64_t seq_bound, int max_rounds) {
+  inbox_.drain_through(counted, seq_bound, take_in_callback(lk), request_callback(lk), max_rounds);
   restamp_if_due(lk);  // as after every drain (shard_leader.cpp)
 }
 

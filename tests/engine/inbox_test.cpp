@@ -125,6 +125,38 @@ TEST(Inbox, DrainThroughConfirmsABurstLargerThanOneDrain) {
   for (std::size_t i = 0; i < burst; ++i) ASSERT_EQ(all.accepted[i], n[i].get()) << "FIFO at " << i;
 }
 
+// Producers faster than the drain (here: each request handled posts two more, so every pass
+// comes back full and none confirms): a drain_through bounded for a query (kQueryRounds) returns
+// after its rounds, where an unbounded one chases them until they stop (here: until the
+// handler stops posting, 2,000,000 requests later).
+TEST(Inbox, DrainThroughForAQueryReturnsWhileProducersOutpaceIt) {
+  for (const bool bounded : {true, false}) {
+    Inbox inbox;
+    auto n = nodes(1);
+    n[0]->seq = static_cast<std::uint32_t>(inbox.take_seq());
+    ASSERT_TRUE(inbox.push(n[0].get()));
+    for (std::size_t i = 0; i < Inbox::kWideChunk; ++i) ASSERT_TRUE(inbox.post(n[0].get(), Inbox::kRemoveTag));
+    constexpr std::size_t kStopPostingAfter = 2'000'000;
+    std::size_t handled = 0;
+    auto request = [&](TaskBase* t, std::uintptr_t tag) {
+      EXPECT_EQ(tag, Inbox::kRemoveTag);
+      if (++handled < kStopPostingAfter) {
+        EXPECT_TRUE(inbox.post(t, tag));
+        EXPECT_TRUE(inbox.post(t, tag));
+      }
+    };
+    Sink sink;
+    if (bounded) {
+      inbox.drain_through(inbox.submitted(), inbox.seqs_taken(), sink.accept(), request, Inbox::kQueryRounds);
+      EXPECT_LT(handled, 1'000'000u) << "a query's drain chased the producers";
+    } else {
+      inbox.drain_through(inbox.submitted(), inbox.seqs_taken(), sink.accept(), request);
+      EXPECT_GE(handled, kStopPostingAfter) << "set-up: the unbounded drain should chase until the posts stop";
+      EXPECT_EQ(sink.accepted.size(), 1u);
+    }
+  }
+}
+
 // The timer queue takes only some (no memory for more): the rest stay confirmed, in order, and
 // come first at the next drain; drain_all() returns false instead of spinning.
 TEST(Inbox, ARefusedAcceptKeepsTheRestInOrderForTheNextDrain) {
