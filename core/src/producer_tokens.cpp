@@ -22,8 +22,7 @@ std::atomic<std::uint64_t> g_next_uid{1};
 
 }  // namespace
 
-constinit thread_local ProducerTokens::ThreadCache ProducerTokens::t_cache_;
-thread_local ProducerTokens::ReleaseAtExit ProducerTokens::t_release_;
+thread_local ProducerTokens::ThreadCache ProducerTokens::t_cache_;
 
 ProducerTokens::ProducerTokens(Queue& q) : queue_(q), uid_(g_next_uid.fetch_add(1, std::memory_order_relaxed)) {
   std::lock_guard lock(registry_mutex());
@@ -41,7 +40,6 @@ moodycamel::ProducerToken& ProducerTokens::make_for_this_thread() {
   auto token = std::make_unique<moodycamel::ProducerToken>(queue_);
   if (!token->valid()) throw std::bad_alloc();
   ThreadCache& cache = t_cache_;
-  t_release_.armed = true;  // its first use registers its destructor for this thread's exit
   CacheEntry* slot = nullptr;
   for (CacheEntry& e : cache.entries) {
     if (e.owner == nullptr) { slot = &e; break; }
@@ -67,12 +65,10 @@ void ProducerTokens::give_back(const CacheEntry& e) noexcept {
   if (pos != list.end()) list.erase(pos);  // ~ProducerToken: its producer may be reused
 }
 
-ProducerTokens::ReleaseAtExit::~ReleaseAtExit() {
+ProducerTokens::ThreadCache::~ThreadCache() {
   std::lock_guard lock(registry_mutex());
-  for (CacheEntry& e : t_cache_.entries) {
+  for (CacheEntry& e : entries)
     if (e.owner != nullptr) give_back(e);
-    e = CacheEntry{};  // a later submission from this thread's exit makes a token again
-  }
 }
 
 }  // namespace kairos::detail

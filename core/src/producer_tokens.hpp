@@ -42,21 +42,14 @@ class ProducerTokens {
     moodycamel::ProducerToken* token = nullptr;
   };
   static constexpr std::size_t kCacheSize = 4;
-  // Constant-initialized and trivially destructible, so the hit path reads it with no TLS
-  // initialization check (constinit); the tokens go back at the thread's exit through
-  // t_release_, which only the miss path touches.
   struct ThreadCache {
     CacheEntry entries[kCacheSize];
     std::size_t next_victim = 0;
     const CacheEntry* begin() const noexcept { return entries; }
     const CacheEntry* end() const noexcept { return entries + kCacheSize; }
+    ~ThreadCache();  // returns the tokens to their live owners
   };
-  static constinit thread_local ThreadCache t_cache_;
-  struct ReleaseAtExit {
-    bool armed = false;
-    ~ReleaseAtExit();  // returns the thread's tokens to their live owners
-  };
-  static thread_local ReleaseAtExit t_release_;
+  static thread_local ThreadCache t_cache_;
 
   moodycamel::ProducerToken& make_for_this_thread();
   static void give_back(const CacheEntry& e) noexcept;  // process-wide mutex held

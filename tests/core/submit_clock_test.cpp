@@ -81,6 +81,13 @@ Counts submit_and_count(Scheduler& s, int n, std::uint64_t seed, bool paced = fa
       while (start[i].load(std::memory_order_acquire) < 0 && steady_now_ns() < until) kairos::detail::cpu_relax();
     }
   }
+  // wait_idle() returns once nothing is due: a task whose small delay has not passed yet may still
+  // be pending then. Every task is waited for (bounded), then the scheduler is idle.
+  EXPECT_TRUE(kairos_test::eventually([&] {
+    for (const auto& v : start)
+      if (v.load(std::memory_order_acquire) < 0) return false;
+    return true;
+  }));
   EXPECT_TRUE(s.wait_idle(kPatience));
   Counts c;
   for (int i = 0; i < n; ++i) {
