@@ -143,6 +143,8 @@ void Engine::submit_counted(TaskBase* t, Shard& sh, bool never) {
     }
     return reject(t, sh, true);
   }
+  // submit()'s tail, written again here so that it runs inside keep's life (the victim's
+  // callable may have destroyed the scheduler) while submit() itself holds no shared_ptr.
   const std::uint64_t seq = sh.take_seq();  // (IN1)
   t->flags |= kCountsCancel;  // its admission counted it: so must its cancel (shard_cancel.cpp)
   const bool callback_owed = sh.publish(t, seq, never);

@@ -11,7 +11,7 @@
 //                             scheduler stay alive.
 //   kRemoved                  set together with the pin's release (CN2): the task is counted out
 //                             already (removes_requested_), nobody counts it out again.
-//   removes_requested_        canceller threads add (CN4); pending_of reads (CT2, shard.hpp).
+//   removes_requested_        pinned cancellers add (CN4); pending_of reads (CT2, shard.hpp).
 //   the remove request        a queued task only, under remove-on-cancel: a reference of its
 //                             own, posted to the inbox, taken by the leader (apply_request).
 //
