@@ -13,6 +13,13 @@
 // `unconfirmed_` until a complete pass has started after they were seen; only then does the
 // leader take them into its timer queue, where they may fire.
 //
+// Held back. The leader may keep the newest confirmed submissions here instead of taking them in
+// (Shard::take_in_all: far-future ones, a timeout likely to be cancelled before it is due, so
+// that its cancel finds it not taken in: one CAS, no remove request). They stay at the front of
+// unconfirmed_, confirmed, in order, and are offered again by every later confirm; the leader
+// knows their earliest deadline and wakes in time for it. has_unconfirmed() does not count them
+// (nothing to confirm); holds_any() does (something not yet in the timer queue).
+//
 // Counts. next_seq_ (sequence numbers taken) - abandoned_ (taken, never enqueued: no memory) is
 // the number of submissions; drained_ of them reached the leader. Requests (remove and refile):
 // posted_ enqueued (lost_ of those failed), done_ applied by the leader. wait_idle() and shutdown
@@ -45,6 +52,7 @@
 #include <new>
 #include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <concurrentqueue.h>
@@ -63,6 +71,7 @@ class Inbox {
   static constexpr std::size_t kWideChunk = 4096;      // ... in drain_through
   static constexpr int kQueryRounds = 16;              // drain_through's bound for a query
   static constexpr int kMaxPasses = 64;                // per drain(): the leader never chases
+  static constexpr std::size_t kMaxHeld = 2048;        // confirmed items held back at most (above)
   static constexpr std::uintptr_t kRemoveTag = 1;      // an item with this bit: a remove request
   static constexpr std::uintptr_t kRefileTag = 2;      // this one: a re-arm to an earlier deadline
   static constexpr std::uintptr_t kTags = kRemoveTag | kRefileTag;
@@ -70,7 +79,7 @@ class Inbox {
   // unconfirmed_ is reserved once for the most one drain() can leave there (kMaxPasses full
   // passes) and a pass more: draining never grows it, so it never allocates on the leader.
   Inbox() : queue_(kInitialCapacity), tokens_(queue_), pass_buffer_(new TaskBase*[kWideChunk]) {
-    unconfirmed_.reserve(kChunk * (kMaxPasses + 2));
+    unconfirmed_.reserve(kChunk * (kMaxPasses + 2) + kMaxHeld);
     // Test seam: the sequence starts where a test put it (near 2^32, or a restamp period's
     // end), counted as taken and abandoned, so every count starts at zero as usual.
     const std::uint64_t first = g_first_seq_for_testing.load(std::memory_order_relaxed);  // a test switch
@@ -207,8 +216,18 @@ class Inbox {
       if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue
     }
   }
-  // The leader must drain again before it waits: items seen but not yet confirmed.
-  bool has_unconfirmed() const noexcept { return !unconfirmed_.empty(); }
+  // The leader must drain again before it waits: items seen but not yet confirmed (not the ones
+  // held back on purpose, which are confirmed).
+  bool has_unconfirmed() const noexcept { return unconfirmed_.size() > held_; }
+  // Anything drained and not taken in: unconfirmed, refused, or held back.
+  bool holds_any() const noexcept { return !unconfirmed_.empty(); }
+  // Confirmed items held back by the last confirm (Shard::take_in_all), at the front.
+  std::size_t held() const noexcept { return held_; }
+  // During a confirm's take_in: how many of the span's first items the confirm before held back.
+  std::size_t previously_held() const noexcept { return previously_held_; }
+  // Called by the take_in of a confirm: the last n items of its span are held back on purpose
+  // (not taken in, not refused). At most kMaxHeld.
+  void hold_back(std::size_t n) noexcept { held_ = std::min(n, kMaxHeld); }
   // The last confirm could not hand over every confirmed item (Shard::take_in_all: the timer
   // queue could not grow). They wait here; the leader retries after a pause, not at once.
   bool take_in_refused() const noexcept { return refused_; }
@@ -220,6 +239,7 @@ class Inbox {
     for (TaskBase* t : unconfirmed_) fn(t);
     unconfirmed_.clear();
     refused_ = false;
+    held_ = 0;
   }
   // An item seen but not confirmed took its seq before `seq_bound`.
   bool holds_unconfirmed_before(std::uint64_t seq_bound) const noexcept {
@@ -231,14 +251,16 @@ class Inbox {
  private:
   static constexpr std::size_t kInitialCapacity = 1024;
 
-  // take_in(span) returns how many of the span's first tasks it took in; the rest (the timer
-  // queue could not grow: Shard::take_in_all) stay here, confirmed, at the front, and are offered
-  // again, in order, by the next confirm.
+  // take_in(span) returns how many of the span's first tasks it took in; the rest (held back:
+  // hold_back(n) during the call; or the timer queue could not grow: Shard::take_in_all) stay
+  // here, confirmed, at the front, and are offered again, in order, by the next confirm.
   template <class TakeIn>
   void confirm(TakeIn& take_in) {
+    previously_held_ = std::exchange(held_, 0);
     if (unconfirmed_.empty()) return;
     std::size_t taken = take_in(std::span<TaskBase* const>(unconfirmed_));
-    refused_ = taken < unconfirmed_.size();
+    held_ = std::min(held_, unconfirmed_.size() - taken);
+    refused_ = taken + held_ < unconfirmed_.size();
     unconfirmed_.erase(unconfirmed_.begin(), unconfirmed_.begin() + static_cast<std::ptrdiff_t>(taken));
   }
   bool grow_unconfirmed() noexcept {
@@ -267,6 +289,8 @@ class Inbox {
   std::vector<TaskBase*> unconfirmed_;
   std::unique_ptr<TaskBase*[]> pass_buffer_;  // one pass's items (kWideChunk: drain_through's)
   bool refused_ = false;  // see take_in_refused()
+  std::size_t held_ = 0;  // see held(): the first held_ of unconfirmed_
+  std::size_t previously_held_ = 0;  // see previously_held()
   std::uint64_t complete_passes_ = 0;  // passes that came back short (drain_through)
 };
 // Producers' counters, the requests' counters, the queue and the leader's counters: four lines apart.

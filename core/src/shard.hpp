@@ -75,6 +75,8 @@ class Shard {
   static constexpr std::int64_t kRetryTakeInNs = 1'000'000;  // after the queue could not grow
   static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the
                                                              // next deadline is further away
+  static constexpr std::int64_t kHoldAheadNs = 2'000'000;  // a submission due later than this may
+                                                          // be held back in the inbox (take_in_all)
 
   Shard(const EngineState& engine, unsigned index);
   ~Shard();
@@ -126,6 +128,11 @@ class Shard {
   }
   std::uint64_t restamps_for_testing() const noexcept { return restamps_.load(std::memory_order_relaxed); }
   std::uint64_t seqs_taken_for_testing() const noexcept { return inbox_.seqs_taken(); }
+  // Test seams (tests/engine/shard_leader_test.cpp): submissions the leader drained, tasks the
+  // inbox holds back (take_in_all), remove requests posted (pinned cancels of queued tasks).
+  std::uint64_t drained_for_testing() const noexcept { return inbox_.drained(); }
+  std::size_t held_for_testing() const KAIROS_EXCLUDES(mu_);  // shard.cpp
+  std::uint64_t removes_sent_for_testing() const noexcept { return inbox_.removes_sent(); }
 
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
@@ -232,8 +239,19 @@ class Shard {
       apply_request(lk, t, tag);
     };
   }
-  void drain(Lock& lk) KAIROS_REQUIRES(mu_);
-  bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
+  // hold_far: the leader's own drains (lead, arm_and_check) may hold the newest far-future
+  // submissions back (take_in_all); every other drain takes everything in.
+  void drain(Lock& lk, bool hold_far = false) KAIROS_REQUIRES(mu_);
+  bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);
+  // How many of the span's last tasks may wait in the inbox (take_in_all), and their earliest
+  // deadline into held_earliest_.
+  std::size_t count_holdable(std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
+  // When the leader must wake for the tasks held back: kHoldAheadNs before the earliest of them
+  // is due (kMaxNs: none held, or none ever due).
+  std::int64_t held_wake() const noexcept KAIROS_REQUIRES(mu_) {
+    if (inbox_.held() == 0 || held_earliest_ == kMaxNs) return kMaxNs;
+    return held_earliest_ - kHoldAheadNs;  // deadlines are >= now + kHoldAheadNs when held: no underflow
+  }  // false: stopped early, the timer queue could not grow (inbox.hpp)
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
   void take_in(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
@@ -358,6 +376,10 @@ class Shard {
   // The restamp pass (shard_restamp.cpp): one asked for could not run yet (no memory), and how
   // many ran (tests).
   bool restamp_due_ KAIROS_GUARDED_BY(mu_) = false;
+  // The leader's own drain is running (drain(lk, true)): take_in_all may hold tasks back.
+  bool hold_far_ KAIROS_GUARDED_BY(mu_) = false;
+  // The earliest deadline of the tasks the inbox holds back (inbox_.held()), kMaxNs if none ever due.
+  std::int64_t held_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
   std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it
   // Written under mu_ (count_departed, bump: KAIROS_REQUIRES(mu_)), read without it.
   std::atomic<std::int64_t> departed_{0};  // see "Counting"

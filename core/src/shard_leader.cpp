@@ -125,7 +125,7 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     const std::int64_t reached_at = std::exchange(reached, kMinNs);
     // The drain ends with the restamp pass if one was asked for (RN2); a reached deadline's pop
     // skips the drain, not the pass.
-    if (reached_at == kMinNs) drain(lk);
+    if (reached_at == kMinNs) drain(lk, true);
     else restamp_if_due(lk);
     if (must_exit(lk)) return 0;
     if (engine_.state() >= RunState::kShutdownNow) {
@@ -142,6 +142,10 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
     bool forever = head == nullptr || head->never_due();
     std::int64_t deadline = forever ? kMaxNs : head->deadline;
+    if (const std::int64_t h = held_wake(); h < deadline) {  // the inbox holds tasks back: in time for them
+      deadline = h;
+      forever = false;
+    }
     if (refused) {  // the timer queue could not grow: try again in a while, not in a loop
       deadline = std::min(deadline, add_saturated(now, kRetryTakeInNs));
       forever = false;
@@ -162,7 +166,7 @@ bool Shard::must_exit(Lock& lk) const noexcept {
 }
 
 bool Shard::inbox_caught_up() const noexcept {
-  return !inbox_.has_unconfirmed() && inbox_.drained() == inbox_.submitted() &&
+  return !inbox_.holds_any() && inbox_.drained() == inbox_.submitted() &&
          inbox_.removes_done() == inbox_.removes_sent();
 }
 
@@ -170,8 +174,10 @@ bool Shard::inbox_caught_up() const noexcept {
 // The inbox calls these back at once, on this thread: under mu_.
 // Each ends with the restamp pass if one is asked for (shard_restamp.cpp): whoever drains goes on
 // to compare order stamps.
-void Shard::drain(Lock& lk) {
+void Shard::drain(Lock& lk, bool hold_far) {
+  hold_far_ = hold_far && engine_.state() == RunState::kActive;
   inbox_.drain(take_in_callback(lk), request_callback(lk));
+  hold_far_ = false;  // the restamp pass takes everything in (drain_through)
   restamp_if_due(lk);
 }
 
@@ -189,13 +195,57 @@ bool Shard::drain_all(Lock& lk) {
 // they stay confirmed in the inbox, in order, and the leader retries after a pause (lead()).
 // Nothing is lost and nothing throws on a runner; submissions meanwhile get bad_alloc when the
 // pool cannot grow, and everything goes on once memory is back.
+//
+// Held back (the leader's own drains only: hold_far_). A timeout is usually cancelled long before
+// it is due (W2: the order-timeout pattern), and a cancel that finds its task taken in is the
+// costly one: a pinned cancel on lines the leader wrote, a remove request, a heap removal
+// (shard_cancel.cpp). So the newest confirmed submissions due later than kHoldAheadNs (at most
+// Inbox::kMaxHeld, a contiguous tail: take-in keeps its order) stay in the inbox until a later
+// drain: newer submissions push them out, or the leader wakes kHoldAheadNs before the earliest
+// of them is due (held_wake, lead() and arm_and_check). A cancel meanwhile is one CAS, and the
+// next drain drops the node (take_in). The leader reads their state and deadline (a line the
+// producer wrote), never writes them. Not held: a task that cannot stay put (re-armable: its
+// key moves; cancelled or started: nothing to wait for), anything after shutdown, and anything
+// a lifecycle call, a poll or the restamp pass drains (they take everything in).
+// What the reached-deadline pop of lead() relies on still holds: held tasks are the newest
+// taken in, and none is due before the wait's deadline.
 std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
+  const std::size_t hold = hold_far_ ? count_holdable(confirmed) : 0;
+  const std::size_t take = confirmed.size() - hold;
   const std::size_t in_batches = kMaxBatch * batches_.size();
-  if (!queue_.try_reserve(queue_.size() + in_batches + confirmed.size()) ||
-      !reserve_graveyard(confirmed.size()))
-    return 0;
-  for (TaskBase* t : confirmed) take_in(lk, t);
-  return confirmed.size();
+  if (!queue_.try_reserve(queue_.size() + in_batches + take) || !reserve_graveyard(take)) return 0;
+  for (TaskBase* t : confirmed.first(take)) take_in(lk, t);
+  inbox_.hold_back(hold);
+  return take;
+}
+
+// The tail of `confirmed` that may stay in the inbox. Its first previously_held() tasks were held
+// back by the last confirm and checked then; only the newer ones are read here (each task's
+// line once per hold, not once per drain), and the older ones stay held as a block while all of
+// them are still far (held_earliest_, a bound: it may belong to one pushed out since, which only
+// makes the leader wake earlier).
+std::size_t Shard::count_holdable(std::span<TaskBase* const> confirmed) {
+  const std::int64_t horizon = add_saturated(engine_.now_ns(), kHoldAheadNs);
+  const std::size_t old_held = std::min(inbox_.previously_held(), confirmed.size());
+  const std::size_t fresh = confirmed.size() - old_held;
+  std::int64_t earliest = kMaxNs;
+  std::size_t n = 0;
+  for (; n < std::min(fresh, Inbox::kMaxHeld); ++n) {
+    const TaskBase* t = confirmed[confirmed.size() - 1 - n];
+    // (TI2) acquire: the state a cancel or a start left, with the writes before it.
+    const std::uint32_t s = t->state.load(std::memory_order_acquire);
+    if ((t->flags & kRearmable) || (s & kStateMask) != kPending) break;
+    if (!t->never_due()) {
+      if (t->deadline <= horizon) break;
+      earliest = std::min(earliest, t->deadline);
+    }
+  }
+  if (n == fresh && old_held > 0 && held_earliest_ > horizon) {  // the older block stays held too
+    n += std::min(old_held, Inbox::kMaxHeld - n);
+    earliest = std::min(earliest, held_earliest_);
+  }
+  held_earliest_ = earliest;
+  return n;
 }
 
 bool Shard::reserve_graveyard(std::size_t more) noexcept {
@@ -295,14 +345,14 @@ bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
   for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
                   (inbox_.has_unconfirmed() && !inbox_.take_in_refused());
        ++i) {
-    drain(lk);
+    drain(lk, true);
     if (i > 64) std::this_thread::yield();
   }
   // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
-  drain(lk);
-  while (inbox_.has_unconfirmed() && !inbox_.take_in_refused()) drain(lk);
+  drain(lk, true);
+  while (inbox_.has_unconfirmed() && !inbox_.take_in_refused()) drain(lk, true);
   TaskBase* head = queue_.empty() ? nullptr : queue_.top();
-  bool earlier = head != nullptr && !head->never_due() && head->deadline < deadline;
+  bool earlier = (head != nullptr && !head->never_due() && head->deadline < deadline) || held_wake() < deadline;
   if (earlier || (head != nullptr && deadline == kMaxNs)) {
     wait_.disarm();
     return false;

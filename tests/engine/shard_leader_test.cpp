@@ -1,6 +1,8 @@
 // The leader's loop (core/src/shard_leader.cpp): a wait that reaches its deadline with no
 // wake-up starts the due tasks before it drains the inbox, under every wait policy; what the
-// inbox held is taken in right after.
+// inbox held is taken in right after. The newest far-future submissions of the leader's drain
+// are held back in the inbox (take_in_all): a cancel then finds them not taken in (no remove
+// request), they still run on time and in order, and every lifecycle call still reaches them.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +13,7 @@
 
 #include <kairos/kairos.hpp>
 
+#include "shard.hpp"  // the held-back tasks' test seams
 #include "support.hpp"
 
 namespace {
@@ -59,6 +62,102 @@ TEST_P(ShardLeader, AReachedDeadlineStartsItsTaskBeforeTheInboxIsDrained) {
     EXPECT_EQ(s.queue_size(), kLater);
   }
   if (rounds_that_said_something == 0) GTEST_SKIP() << "the leader never waited before the later submissions came";
+}
+
+// ---- held back: the newest far-future submissions stay in the inbox -------------------------------
+using kairos::detail::Shard;
+constexpr std::size_t kHighWater = Shard::kDrainEvery;  // the submission that wakes the leader to drain
+
+// The newest shard's leader has drained `n` submissions (the high-water wake at the n-th).
+bool leader_drained(Shard* shard, std::uint64_t n) {
+  return kairos_test::eventually([&] { return shard->drained_for_testing() >= n; });
+}
+
+// W2's shape: timeouts far in the future, each cancelled a little after it was scheduled. The
+// leader drains the whole inbox at the high-water mark; the newest of those timeouts are held
+// back, so that their cancels, after the drain, find them not taken in: one CAS each, no remove
+// request. (Taken in, each would post one: the old behaviour, 1,000 requests here.)
+TEST(HeldBack, CancelsOfTheNewestFarTimeoutsAfterADrainPostNoRemoveRequest) {
+  kairos::Options o;
+  o.remove_on_cancel = true;
+  kairos::Scheduler s(o);
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  std::vector<kairos::ScheduledFuture<void>> timeouts;
+  timeouts.reserve(kHighWater);
+  for (std::size_t i = 0; i < kHighWater; ++i) timeouts.push_back(s.schedule([] {}, 10s));
+  ASSERT_TRUE(leader_drained(shard, kHighWater));
+  EXPECT_EQ(shard->held_for_testing(), kairos::detail::Inbox::kMaxHeld);
+  const std::uint64_t requests_before = shard->removes_sent_for_testing();
+  for (std::size_t i = kHighWater - 1000; i < kHighWater; ++i) EXPECT_TRUE(timeouts[i].cancel());
+  EXPECT_EQ(shard->removes_sent_for_testing(), requests_before) << "a cancel found its timeout taken in";
+  // Counted out at once all the same (queue_size takes in what arrived: the cancelled are dropped).
+  EXPECT_EQ(s.queue_size(), kHighWater - 1000);
+  EXPECT_EQ(shard->held_for_testing(), 0u);
+  s.shutdown_now();
+}
+
+// Held back, still on time: the newest submissions are due in 300 ms, everything older in an
+// hour. The leader must wake for the held ones though its timer queue's earliest is an hour away.
+TEST(HeldBack, HeldTasksRunOnTimeThoughTheQueueHoldsOnlyLaterOnes) {
+  kairos::Scheduler s;
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  std::atomic<std::size_t> ran{0};
+  std::vector<kairos::ScheduledFuture<void>> later;
+  later.reserve(kHighWater);
+  for (std::size_t i = 0; i < kHighWater - 1000; ++i) later.push_back(s.schedule([] {}, 1h));
+  for (std::size_t i = 0; i < 1000; ++i) s.schedule([&] { ran.fetch_add(1); }, 300ms);
+  ASSERT_TRUE(leader_drained(shard, kHighWater));
+  EXPECT_GT(shard->held_for_testing(), 0u);
+  EXPECT_TRUE(kairos_test::eventually([&] { return ran.load() == 1000; })) << ran.load() << " of 1,000 ran";
+  EXPECT_EQ(s.queue_size(), kHighWater - 1000);
+  s.shutdown_now();
+}
+
+// Equal deadlines across the boundary between the tasks taken in and the ones held back: they
+// start in submission order (FIFO), on a ManualClock.
+TEST(HeldBack, EqualDeadlinesRunInSubmissionOrderAcrossTheHeldBoundary) {
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> s(kairos::Options{}, clock);
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  kairos_test::Recorder order;
+  for (std::size_t i = 0; i < kHighWater; ++i) s.schedule([&order, i] { order.add(static_cast<int>(i)); }, 10s);
+  ASSERT_TRUE(leader_drained(shard, kHighWater));
+  EXPECT_GT(shard->held_for_testing(), 0u);
+  clock.advance(10s);
+  ASSERT_TRUE(kairos_test::eventually([&] { return order.size() == kHighWater; }));
+  const std::vector<int> ids = order.ids();
+  for (std::size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], static_cast<int>(i)) << "at " << i;
+}
+
+// Every lifecycle call reaches the held tasks: wait_idle() returns (nothing is due), and
+// shutdown_now() returns every pending task, the held ones with the rest.
+TEST(HeldBack, ShutdownNowReturnsTheHeldTasksAndWaitIdleDoesNotWaitForThem) {
+  kairos::Scheduler s;
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  for (std::size_t i = 0; i < kHighWater; ++i) s.schedule([] {}, 1h);
+  ASSERT_TRUE(leader_drained(shard, kHighWater));
+  ASSERT_GT(shard->held_for_testing(), 0u);
+  EXPECT_TRUE(s.wait_idle(kairos_test::kPatience));
+  EXPECT_EQ(s.shutdown_now().size(), kHighWater);
+}
+
+// After shutdown() (delayed tasks still run: Java's default policy) the held tasks are taken in
+// and run at their deadline; the scheduler then terminates.
+TEST(HeldBack, AfterShutdownTheHeldTasksStillRun) {
+  kairos::Scheduler s;
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  std::atomic<std::size_t> ran{0};
+  for (std::size_t i = 0; i < kHighWater; ++i) s.schedule([&] { ran.fetch_add(1); }, 200ms);
+  ASSERT_TRUE(leader_drained(shard, kHighWater));
+  EXPECT_GT(shard->held_for_testing(), 0u);
+  s.shutdown();
+  EXPECT_TRUE(s.await_termination(kairos_test::kPatience));
+  EXPECT_EQ(ran.load(), kHighWater);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryWaitPolicy, ShardLeader,
