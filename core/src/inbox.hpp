@@ -36,7 +36,8 @@
 //         shutdown's RS1, engine.cpp).
 //   (IN6) post: posted_ / lost_ fetch_add seq_cst -> pairs with (IN7).
 //   (IN7) removes_sent: seq_cst loads -> pairs with (IN6): drain_all waits for every request
-//         posted before it.
+//         posted before it, and the leader's arm (Shard::arm_and_check) for every request posted
+//         before a seq its count read (IN5) saw abandoned (a re-arm's refile request).
 //   (IN8) seqs_taken / abandoned: acquire loads (the pending counts, drain_through's bound) ->
 //         pair with (IN1) and (IN4).
 //   (IN9) drained_ / done_: relaxed, written by the drain under the shard lock (one writer, no
@@ -71,7 +72,7 @@ class Inbox {
   static constexpr std::size_t kWideChunk = 4096;      // ... in drain_through
   static constexpr int kQueryRounds = 16;              // drain_through's bound for a query
   static constexpr int kMaxPasses = 64;                // per drain(): the leader never chases
-  static constexpr std::size_t kMaxHeld = 2048;        // confirmed items held back at most (above)
+  static constexpr std::size_t kMaxHeld = 4096;        // confirmed items held back at most (above)
   static constexpr std::uintptr_t kRemoveTag = 1;      // an item with this bit: a remove request
   static constexpr std::uintptr_t kRefileTag = 2;      // this one: a re-arm to an earlier deadline
   static constexpr std::uintptr_t kTags = kRemoveTag | kRefileTag;
@@ -150,7 +151,7 @@ class Inbox {
       if (refused_ && pass > 0) break;
       // Room for this pass in unconfirmed_: it grows only under a flood that fills every pass
       // for more than kMaxPasses passes in a row, and not at all when memory is short.
-      if (unconfirmed_.size() + chunk > unconfirmed_.capacity() && !grow_unconfirmed()) break;
+      if (unconfirmed_.size() + chunk > unconfirmed_.capacity() && !compact_or_grow_unconfirmed()) break;
       std::size_t n = queue_.try_dequeue_bulk(buf, chunk);  // (IN3) acquire inside moodycamel, pairs with (IN2)
       if (n < chunk) {  // a complete pass: what was seen before it is confirmed
         ++complete_passes_;
@@ -178,7 +179,7 @@ class Inbox {
   bool drain_all(TakeIn&& take_in, Request&& request) {
     for (int i = 0;; ++i) {
       drain(take_in, request);
-      if (unconfirmed_.empty() && drained() == submitted() && removes_done() == removes_sent()) return true;
+      if (live() == 0 && drained() == submitted() && removes_done() == removes_sent()) return true;
       if (refused_) return false;  // the timer queue cannot take them in: memory is short
       if (i > 64) std::this_thread::yield();
     }
@@ -218,9 +219,9 @@ class Inbox {
   }
   // The leader must drain again before it waits: items seen but not yet confirmed (not the ones
   // held back on purpose, which are confirmed).
-  bool has_unconfirmed() const noexcept { return unconfirmed_.size() > held_; }
+  bool has_unconfirmed() const noexcept { return live() > held_; }
   // Anything drained and not taken in: unconfirmed, refused, or held back.
-  bool holds_any() const noexcept { return !unconfirmed_.empty(); }
+  bool holds_any() const noexcept { return live() != 0; }
   // Confirmed items held back by the last confirm (Shard::take_in_all), at the front.
   std::size_t held() const noexcept { return held_; }
   // During a confirm's take_in: how many of the span's first items the confirm before held back.
@@ -231,19 +232,20 @@ class Inbox {
   // The last confirm could not hand over every confirmed item (Shard::take_in_all: the timer
   // queue could not grow). They wait here; the leader retries after a pause, not at once.
   bool take_in_refused() const noexcept { return refused_; }
-  std::size_t unconfirmed_count() const noexcept { return unconfirmed_.size(); }
+  std::size_t unconfirmed_count() const noexcept { return live(); }
   // Hands every item still here to fn, in order, and forgets them (shutdown_now, settling: they
   // leave without the timer queue).
   template <class Fn>
   void take_unconfirmed(Fn&& fn) {
-    for (TaskBase* t : unconfirmed_) fn(t);
+    for (TaskBase* t : live_span()) fn(t);
     unconfirmed_.clear();
+    front_ = 0;
     refused_ = false;
     held_ = 0;
   }
   // An item seen but not confirmed took its seq before `seq_bound`.
   bool holds_unconfirmed_before(std::uint64_t seq_bound) const noexcept {
-    for (const TaskBase* t : unconfirmed_)
+    for (const TaskBase* t : live_span())
       if (seq_before(t->seq, static_cast<std::uint32_t>(seq_bound))) return true;  // modulo 2^32
     return false;
   }
@@ -257,11 +259,27 @@ class Inbox {
   template <class TakeIn>
   void confirm(TakeIn& take_in) {
     previously_held_ = std::exchange(held_, 0);
-    if (unconfirmed_.empty()) return;
-    std::size_t taken = take_in(std::span<TaskBase* const>(unconfirmed_));
-    held_ = std::min(held_, unconfirmed_.size() - taken);
-    refused_ = taken + held_ < unconfirmed_.size();
-    unconfirmed_.erase(unconfirmed_.begin(), unconfirmed_.begin() + static_cast<std::ptrdiff_t>(taken));
+    if (live() == 0) return;
+    std::size_t taken = take_in(live_span());
+    held_ = std::min(held_, live() - taken);
+    refused_ = taken + held_ < live();
+    front_ += taken;  // the rest stays put: no move of the held block on every confirm
+    if (front_ == unconfirmed_.size()) {
+      unconfirmed_.clear();
+      front_ = 0;
+    }
+  }
+  // unconfirmed_[front_, size()): the items seen and not yet taken in (taken ones before front_
+  // are dead). Room at the end: first the dead ones go (the live ones move once), then it grows.
+  std::size_t live() const noexcept { return unconfirmed_.size() - front_; }
+  std::span<TaskBase* const> live_span() const noexcept { return {unconfirmed_.data() + front_, live()}; }
+  bool compact_or_grow_unconfirmed() noexcept {
+    if (front_ != 0) {
+      unconfirmed_.erase(unconfirmed_.begin(), unconfirmed_.begin() + static_cast<std::ptrdiff_t>(front_));
+      front_ = 0;
+      if (unconfirmed_.size() + kWideChunk <= unconfirmed_.capacity()) return true;
+    }
+    return grow_unconfirmed();
   }
   bool grow_unconfirmed() noexcept {
     try {
@@ -286,10 +304,11 @@ class Inbox {
   ProducerTokens tokens_;  // after queue_: destroyed first
   alignas(kCacheLine) std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> done_{0};
-  std::vector<TaskBase*> unconfirmed_;
+  std::vector<TaskBase*> unconfirmed_;  // live from front_ (live_span)
+  std::size_t front_ = 0;
   std::unique_ptr<TaskBase*[]> pass_buffer_;  // one pass's items (kWideChunk: drain_through's)
   bool refused_ = false;  // see take_in_refused()
-  std::size_t held_ = 0;  // see held(): the first held_ of unconfirmed_
+  std::size_t held_ = 0;  // see held(): the first held_ live items
   std::size_t previously_held_ = 0;  // see previously_held()
   std::uint64_t complete_passes_ = 0;  // passes that came back short (drain_through)
 };

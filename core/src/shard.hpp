@@ -378,6 +378,7 @@ class Shard {
   bool restamp_due_ KAIROS_GUARDED_BY(mu_) = false;
   // The leader's own drain is running (drain(lk, true)): take_in_all may hold tasks back.
   bool hold_far_ KAIROS_GUARDED_BY(mu_) = false;
+  std::int64_t hold_horizon_ KAIROS_GUARDED_BY(mu_) = kMinNs;  // hold only tasks due after this (drain's clock read)
   // The earliest deadline of the tasks the inbox holds back (inbox_.held()), kMaxNs if none ever due.
   std::int64_t held_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
   std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it

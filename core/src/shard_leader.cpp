@@ -134,6 +134,10 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
       continue;
     }
     std::int64_t now = reached_at != kMinNs ? reached_at : engine_.now_ns();
+    // A task held back in the inbox is due (the wait or the drain took longer than kHoldAheadNs):
+    // into the timer queue first, so that what is popped next follows deadline order and FIFO.
+    if (inbox_.held() != 0 && held_earliest_ <= now) drain(lk);
+    if (inbox_.held() != 0 && held_earliest_ <= now) now = held_earliest_ - 1;  // not confirmed yet (a flood)
     if (std::size_t n = pop_due(lk, now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
     if (reached_at != kMinNs) continue;  // nothing due after all (cancelled, re-armed): the usual pass
     const bool refused = inbox_.take_in_refused();
@@ -176,6 +180,7 @@ bool Shard::inbox_caught_up() const noexcept {
 // to compare order stamps.
 void Shard::drain(Lock& lk, bool hold_far) {
   hold_far_ = hold_far && engine_.state() == RunState::kActive;
+  if (hold_far_) hold_horizon_ = add_saturated(engine_.now_ns(), kHoldAheadNs);  // one clock read a drain
   inbox_.drain(take_in_callback(lk), request_callback(lk));
   hold_far_ = false;  // the restamp pass takes everything in (drain_through)
   restamp_if_due(lk);
@@ -208,7 +213,8 @@ bool Shard::drain_all(Lock& lk) {
 // key moves; cancelled or started: nothing to wait for), anything after shutdown, and anything
 // a lifecycle call, a poll or the restamp pass drains (they take everything in).
 // What the reached-deadline pop of lead() relies on still holds: held tasks are the newest
-// taken in, and none is due before the wait's deadline.
+// taken in, and none is due before the wait's deadline; a wait or a drain that ran past the
+// earliest of them (a preempted leader) takes them in before it pops (lead()).
 std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   const std::size_t hold = hold_far_ ? count_holdable(confirmed) : 0;
   const std::size_t take = confirmed.size() - hold;
@@ -225,7 +231,7 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
 // them are still far (held_earliest_, a bound: it may belong to one pushed out since, which only
 // makes the leader wake earlier).
 std::size_t Shard::count_holdable(std::span<TaskBase* const> confirmed) {
-  const std::int64_t horizon = add_saturated(engine_.now_ns(), kHoldAheadNs);
+  const std::int64_t horizon = hold_horizon_;
   const std::size_t old_held = std::min(inbox_.previously_held(), confirmed.size());
   const std::size_t fresh = confirmed.size() - old_held;
   std::int64_t earliest = kMaxNs;
@@ -339,10 +345,19 @@ void Shard::apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) {
 bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
   wait_.arm(deadline);                        // (LW2)
   std::uint64_t counted = inbox_.submitted();  // the count read (IN5): pairs with (IN1)
-  if (inbox_.drained() >= counted) return true;
+  // The requests posted so far (IN7), read after the count: a re-arm whose abandoned seq the
+  // count read saw (IN4) posted its refile request before (IN6, in its program order), so it is
+  // counted here. Without it, a re-arm made entirely between this leader's last drain and its
+  // arm (its notify_earlier met no armed wait: LW3) left its request in the inbox while the
+  // leader slept: Rearm.RearmAtChecksTheClockAndTheTask failed about once in 100 runs once
+  // held-back tasks (take_in_all) gave the leader one more pass before it waited.
+  std::uint64_t requested = inbox_.removes_sent();
+  if (inbox_.drained() >= counted && inbox_.removes_done() >= requested) return true;
   // A few submissions passed (IN1) before the count read: drain until they are here (they may be
   // between their seq and their enqueue: a few instructions). Later ones see (LW2) themselves.
+  // Requests likewise (posted_ moves before the item is enqueued; lost_ undoes a failed one).
   for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
+                  inbox_.removes_done() < std::min(requested, inbox_.removes_sent()) ||
                   (inbox_.has_unconfirmed() && !inbox_.take_in_refused());
        ++i) {
     drain(lk, true);
