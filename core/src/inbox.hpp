@@ -125,7 +125,12 @@ class Inbox {
   // -- counts (any thread) -------------------------------------------------------------------
   // (IN5) seq_cst: the leader's count read of the wait protocol (pairs with IN1 and IN4).
   std::uint64_t submitted() const noexcept {
-    return next_seq_.load(std::memory_order_seq_cst) - abandoned_.load(std::memory_order_seq_cst);
+    // abandoned_ first: every abandon it sees gave back a seq taken before it (IN1 before IN4),
+    // which the next load then sees too. The other order (C++ leaves the operands' order open)
+    // could count the abandons of seqs taken after the seq read: too few submissions, and a
+    // re-arm flood could hide a submission from the count read.
+    const std::uint64_t abandoned = abandoned_.load(std::memory_order_seq_cst);
+    return next_seq_.load(std::memory_order_seq_cst) - abandoned;
   }
   // (IN8) acquire loads of the seq and abandon counts (pending counts, drain_through's bound):
   // pair with IN1 and IN4.
