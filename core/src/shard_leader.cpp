@@ -15,7 +15,8 @@
 // kDrainEvery items, or when a lifecycle call (wait_idle, stats, shutdown, a policy setter,
 // discard_oldest) asks; after the batch when the wait reached its deadline unwoken (lead()). An
 // awake leader reads no line that producers write per submission except once per wait (the
-// count read of the wait protocol).
+// count read of the wait protocol). Its own drains hold the newest far-future submissions back
+// in the inbox (take_in_all, below) until a later drain or until 2 ms before they are due.
 //
 // Ownership (who may touch what):
 //   queue_, batches_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
@@ -31,8 +32,9 @@
 //   (TI1) take_in: CAS kPending -> kPending|kQueued acq_rel: marks t queued; pairs with the
 //         cancel CAS (CN1, shard_cancel.cpp): a cancel that fails against it reloads, sees
 //         kQueued and posts a remove request; one that won first made this CAS fail.
-//   (TI2) take_in / pop_due / run_task / after_run: acquire loads of the state word: a cancel's
-//         kCancelled and what its canceller wrote (CN1's release) are seen before the node goes.
+//   (TI2) take_in / count_holdable / pop_due / run_task / after_run: acquire loads of the state
+//         word: a cancel's kCancelled and what its canceller wrote (CN1's release) are seen
+//         before the node goes (or is held back).
 //   (LW1) lead: the wake epoch, read first (leader_wait.hpp); (LW2) arm, then the count read
 //         (pairs with IN1): the leader's half of the no-lost-wake-up protocol.
 //   (CT1) count_started: a task leaves the pending count when it starts (shard.hpp).
