@@ -38,8 +38,7 @@
 //   (IN7) removes_sent: seq_cst loads -> pairs with (IN6): drain_all waits for every request
 //         posted before it, and the leader's arm (Shard::arm_and_check) for every request posted
 //         before a seq its count read (IN5) saw abandoned (a re-arm's refile request).
-//   (IN8) seqs_taken / abandoned: acquire loads (the pending counts, drain_through's bound) ->
-//         pair with (IN1) and (IN4).
+//   (IN8) seqs_taken: acquire load (drain_through's bound) -> pairs with (IN1).
 //   (IN9) drained_ / done_: relaxed, written by the drain under the shard lock (one writer, no
 //         RMW: bump) and read by drained() / removes_done(): under the same lock (must_exit,
 //         idle, arm_and_check: the mutex orders them) or as a statistic without it (stats);
@@ -123,7 +122,8 @@ class Inbox {
   }
 
   // -- counts (any thread) -------------------------------------------------------------------
-  // (IN5) seq_cst: the leader's count read of the wait protocol (pairs with IN1 and IN4).
+  // (IN5) seq_cst: the leader's count read of the wait protocol (pairs with IN1 and IN4), and the
+  // pending counts (Shard::pending).
   std::uint64_t submitted() const noexcept {
     // abandoned_ first: every abandon it sees gave back a seq taken before it (IN1 before IN4),
     // which the next load then sees too. The other order (C++ leaves the operands' order open)
@@ -132,10 +132,8 @@ class Inbox {
     const std::uint64_t abandoned = abandoned_.load(std::memory_order_seq_cst);
     return next_seq_.load(std::memory_order_seq_cst) - abandoned;
   }
-  // (IN8) acquire loads of the seq and abandon counts (pending counts, drain_through's bound):
-  // pair with IN1 and IN4.
+  // (IN8) acquire load of the seq count (drain_through's bound): pairs with IN1.
   std::uint64_t seqs_taken() const noexcept { return next_seq_.load(std::memory_order_acquire); }
-  std::uint64_t abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
   std::uint64_t removes_sent() const noexcept {  // (IN7) seq_cst, pairs with (IN6)
     return posted_.load(std::memory_order_seq_cst) - lost_.load(std::memory_order_seq_cst);
   }

@@ -22,7 +22,7 @@ std::atomic<std::uint64_t> g_next_uid{1};
 
 }  // namespace
 
-thread_local ProducerTokens::Reaper ProducerTokens::t_reaper_;
+thread_local ProducerTokens::ReleaseAtExit ProducerTokens::t_release_;
 
 ProducerTokens::ProducerTokens(Queue& q) : queue_(q), uid_(g_next_uid.fetch_add(1, std::memory_order_relaxed)) {
   std::lock_guard lock(registry_mutex());
@@ -40,10 +40,7 @@ moodycamel::ProducerToken& ProducerTokens::make_for_this_thread() {
   auto token = std::make_unique<moodycamel::ProducerToken>(queue_);
   if (!token->valid()) throw std::bad_alloc();
   ThreadCache& cache = t_cache_;
-  if (!cache.reaper_armed && !cache.exited) {
-    t_reaper_.armed = true;  // constructs it, registering its destructor for this thread's exit
-    cache.reaper_armed = true;
-  }
+  if (!cache.exited) t_release_.armed = true;  // its first use registers its destructor for this thread's exit
   CacheEntry* slot = nullptr;
   for (CacheEntry& e : cache.entries) {
     if (e.owner == nullptr) { slot = &e; break; }
@@ -69,7 +66,7 @@ void ProducerTokens::give_back(const CacheEntry& e) noexcept {
   if (pos != list.end()) list.erase(pos);  // ~ProducerToken: its producer may be reused
 }
 
-ProducerTokens::Reaper::~Reaper() {
+ProducerTokens::ReleaseAtExit::~ReleaseAtExit() {
   std::lock_guard lock(registry_mutex());
   ThreadCache& cache = t_cache_;
   cache.exited = true;  // a thread_local destructor that submits after this keeps its token cached

@@ -5,10 +5,13 @@
 //          new owner at a dead one's address is never mistaken for it.
 // Threads: for_this_thread() is called by producers; its hit path reads only the thread-local
 //          cache, a trivial, constant-initialised thread_local reached without a TLS guard (its
-//          exit hook, t_reaper_ in the .cpp, is a separate thread_local that only the miss path
-//          constructs). The miss path, a thread's exit, and the owner's destruction take one
-//          process-wide mutex: they are rare, and they must agree on whether an owner is alive
-//          (a thread returns its tokens to live owners; a dying owner destroys the rest).
+//          exit hook, t_release_, is a separate thread_local that only the miss path touches).
+//          Inline, so that every translation unit sees its constant initializer (declared
+//          constinit and defined in the .cpp, the ASan+UBSan build once reported a null `this`
+//          reading it from another unit; not investigated further). The miss path, a thread's
+//          exit, and the owner's destruction take one process-wide mutex: they are rare, and they
+//          must agree on whether an owner is alive (a thread returns its tokens to live owners; a
+//          dying owner destroys the rest).
 // Churn:   a token destroyed on its thread's exit frees its moodycamel producer for reuse by the
 //          next token, so short-lived threads do not grow the inbox.
 #pragma once
@@ -29,12 +32,13 @@ struct ProducerTokenCacheEntry {
   moodycamel::ProducerToken* token = nullptr;
 };
 inline constexpr std::size_t kProducerTokenCacheSize = 4;
-// A thread's cache: trivial, no destructor (the reaper gives the tokens back at the thread's exit).
+// A thread's cache: trivial, no destructor (t_release_ gives the tokens back at the thread's exit).
+// At namespace scope: a nested class's member initializers are not usable in its enclosing
+// class's own inline static member.
 struct ProducerTokenCache {
   ProducerTokenCacheEntry entries[kProducerTokenCacheSize];
   std::size_t next_victim = 0;
-  bool reaper_armed = false;  // t_reaper_ constructed: it gives the entries back at exit
-  bool exited = false;        // t_reaper_ ran: later tokens of this thread are not given back
+  bool exited = false;  // t_release_ ran: not touched again; later tokens of this thread stay cached
   const ProducerTokenCacheEntry* begin() const noexcept { return entries; }
   const ProducerTokenCacheEntry* end() const noexcept { return entries + kProducerTokenCacheSize; }
 };
@@ -59,11 +63,11 @@ class ProducerTokens {
   using ThreadCache = ProducerTokenCache;
   static constexpr std::size_t kCacheSize = kProducerTokenCacheSize;
   static inline constinit thread_local ThreadCache t_cache_{};
-  struct Reaper {
+  struct ReleaseAtExit {
     bool armed = false;
-    ~Reaper();  // returns t_cache_'s tokens to their live owners
+    ~ReleaseAtExit();  // returns t_cache_'s tokens to their live owners
   };
-  static thread_local Reaper t_reaper_;
+  static thread_local ReleaseAtExit t_release_;
 
   moodycamel::ProducerToken& make_for_this_thread();
   static void give_back(const CacheEntry& e) noexcept;  // process-wide mutex held

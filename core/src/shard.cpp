@@ -91,7 +91,7 @@ bool Shard::idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t no
   if (running_ != 0) idle = false;
   else if (!dead && (inbox_.drained() < submitted || inbox_.removes_done() < removes || inbox_.has_unconfirmed())) idle = false;
   else if (!dead && !queue_.empty() && is_due(queue_.top(), now)) idle = false;
-  else if (!dead && inbox_.held() != 0 && held_earliest_ <= now) idle = false;  // held back, due (take_in_all)
+  else if (!dead && held_due(now)) idle = false;  // held back in the inbox (take_in_all), due
   if (!idle) wait_.wake();
   unlock_and_bury(lk, grave);
   return idle;

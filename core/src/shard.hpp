@@ -89,12 +89,8 @@ class Shard {
   // ends, counts for a moment. With one: admitted_, which re-arms never touch, so that the
   // capacity check counts what is pending and nothing in flight.
   std::int64_t pending() const noexcept {
-    if (engine_.opt.capacity != 0) return pending_of(admitted_.load(std::memory_order_acquire));  // (CT3)
-    // The abandons first (IN8), as Inbox::submitted() reads them: a re-arm flood then never
-    // makes the count fall below the pending tasks (Rearm.AFloodOfEarlierReArmsDoesNotHoldUp...
-    // read 0 for its one task under ThreadSanitizer).
-    const std::uint64_t abandoned = inbox_.abandoned();
-    return pending_of(inbox_.seqs_taken() - abandoned);
+    return pending_of(engine_.opt.capacity != 0 ? admitted_.load(std::memory_order_acquire)  // (CT3)
+                                                : inbox_.submitted());  // (IN5): abandons read first
   }
   // Options::capacity: counts one more pending task unless `cap` are pending already.
   [[nodiscard]] bool try_admit(std::size_t cap) noexcept {
@@ -246,7 +242,7 @@ class Shard {
   // hold_far: the leader's own drains (lead, arm_and_check) may hold the newest far-future
   // submissions back (take_in_all); every other drain takes everything in.
   void drain(Lock& lk, bool hold_far = false) KAIROS_REQUIRES(mu_);
-  bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);
+  bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
   // How many of the span's last tasks may wait in the inbox (take_in_all), and their earliest
   // deadline into held_earliest_.
   std::size_t count_holdable(std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
@@ -255,7 +251,11 @@ class Shard {
   std::int64_t held_wake() const noexcept KAIROS_REQUIRES(mu_) {
     if (inbox_.held() == 0 || held_earliest_ == kMaxNs) return kMaxNs;
     return held_earliest_ - kHoldAheadNs;  // deadlines are >= now + kHoldAheadNs when held: no underflow
-  }  // false: stopped early, the timer queue could not grow (inbox.hpp)
+  }
+  // A task held back is due at `now` (the leader was late: it takes them in before it pops).
+  bool held_due(std::int64_t now) const noexcept KAIROS_REQUIRES(mu_) {
+    return inbox_.held() != 0 && held_earliest_ <= now;
+  }
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
   void take_in(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
@@ -382,7 +382,8 @@ class Shard {
   bool restamp_due_ KAIROS_GUARDED_BY(mu_) = false;
   // The leader's own drain is running (drain(lk, true)): take_in_all may hold tasks back.
   bool hold_far_ KAIROS_GUARDED_BY(mu_) = false;
-  std::int64_t hold_horizon_ KAIROS_GUARDED_BY(mu_) = kMinNs;  // hold only tasks due after this (drain's clock read)
+  std::int64_t hold_horizon_ KAIROS_GUARDED_BY(mu_) = kMinNs;  // hold only tasks due after this (a drain's
+                                                               // clock read, at its first confirm; kMinNs: not yet)
   // The earliest deadline of the tasks the inbox holds back (inbox_.held()), kMaxNs if none ever due.
   std::int64_t held_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
   std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it

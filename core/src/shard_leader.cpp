@@ -138,8 +138,8 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     std::int64_t now = reached_at != kMinNs ? reached_at : engine_.now_ns();
     // A task held back in the inbox is due (the wait or the drain took longer than kHoldAheadNs):
     // into the timer queue first, so that what is popped next follows deadline order and FIFO.
-    if (inbox_.held() != 0 && held_earliest_ <= now) drain(lk);
-    if (inbox_.held() != 0 && held_earliest_ <= now) now = held_earliest_ - 1;  // not confirmed yet (a flood)
+    if (held_due(now)) drain(lk);
+    if (held_due(now)) now = held_earliest_ - 1;  // not confirmed yet (a flood): pop what is due before them
     if (std::size_t n = pop_due(lk, now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
     if (reached_at != kMinNs) continue;  // nothing due after all (cancelled, re-armed): the usual pass
     const bool refused = inbox_.take_in_refused();
@@ -182,7 +182,7 @@ bool Shard::inbox_caught_up() const noexcept {
 // to compare order stamps.
 void Shard::drain(Lock& lk, bool hold_far) {
   hold_far_ = hold_far && engine_.state() == RunState::kActive;
-  if (hold_far_) hold_horizon_ = add_saturated(engine_.now_ns(), kHoldAheadNs);  // one clock read a drain
+  hold_horizon_ = kMinNs;  // read at the drain's first confirm (count_holdable), once
   inbox_.drain(take_in_callback(lk), request_callback(lk));
   hold_far_ = false;  // the restamp pass takes everything in (drain_through)
   restamp_if_due(lk);
@@ -233,6 +233,7 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
 // them are still far (held_earliest_, a bound: it may belong to one pushed out since, which only
 // makes the leader wake earlier).
 std::size_t Shard::count_holdable(std::span<TaskBase* const> confirmed) {
+  if (hold_horizon_ == kMinNs) hold_horizon_ = add_saturated(engine_.now_ns(), kHoldAheadNs);
   const std::int64_t horizon = hold_horizon_;
   const std::size_t old_held = std::min(inbox_.previously_held(), confirmed.size());
   const std::size_t fresh = confirmed.size() - old_held;
