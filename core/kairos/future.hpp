@@ -31,27 +31,28 @@ template <class T>
 class ScheduledFuture {
  public:
   ScheduledFuture() noexcept = default;
-  ScheduledFuture(const ScheduledFuture& o) noexcept : node_(o.node_), core_(o.core_), clock_(o.clock_) {
+  ScheduledFuture(const ScheduledFuture& o) noexcept : node_(o.node_), at_(o.at_), clock_bits_(o.clock_bits_) {
     if (node_) detail::add_ref(node_);
   }
   ScheduledFuture(ScheduledFuture&& o) noexcept
-      : node_(std::exchange(o.node_, nullptr)), core_(o.core_), clock_(o.clock_) {}
+      : node_(std::exchange(o.node_, nullptr)), at_(o.at_), clock_bits_(std::exchange(o.clock_bits_, 0)) {}
   ScheduledFuture& operator=(ScheduledFuture o) noexcept {
     std::swap(node_, o.node_);
-    std::swap(core_, o.core_);
-    std::swap(clock_, o.clock_);
+    std::swap(at_, o.at_);
+    std::swap(clock_bits_, o.clock_bits_);
     return *this;
   }
   ~ScheduledFuture() {
     if (node_) detail::release(node_);
   }
 
-  bool valid() const noexcept { return node_ != nullptr; }
+  bool valid() const noexcept { return node_ != nullptr || let_go(); }
 
   // Blocks until done; returns the value, rethrows the task's exception (same object), or
   // throws CancelledError. A periodic task's future returns only by exception or cancellation.
   T get() {
     check();
+    if (let_go()) throw CancelledError("kairos: the task was cancelled");
     std::uint32_t s = detail::wait_done(node_, -1);
     switch (s & detail::kStateMask) {
       case detail::kNormal:
@@ -76,13 +77,14 @@ class ScheduledFuture {
   // does not block. A periodic task's future is done only when the series ends.
   void wait() const {
     check();
-    detail::wait_done(node_, -1);
+    if (!let_go()) detail::wait_done(node_, -1);
   }
 
   // Waits at most `timeout` (real time, also on a ManualClock scheduler).
   template <class Rep, class Period>
   std::future_status wait_for(std::chrono::duration<Rep, Period> timeout) const {
     check();
+    if (let_go()) return std::future_status::ready;
     std::int64_t t = detail::to_ns_saturated(timeout);
     if (t < 0) t = 0;
     std::uint32_t s = detail::wait_done(node_, detail::add_saturated(detail::steady_now_ns(), t));
@@ -101,6 +103,7 @@ class ScheduledFuture {
                   "kairos: wait_until takes a real clock's time point; a ManualClock's time moves only "
                   "by advance() (use wait_for, or wait())");
     check();
+    if (let_go()) return std::future_status::ready;
     if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
       std::int64_t at = detail::to_ns_saturated(deadline.time_since_epoch());
       if (at < 0) at = 0;  // before the clock's epoch: already passed (-1 would mean "no deadline")
@@ -120,15 +123,33 @@ class ScheduledFuture {
 
   // True iff this call cancelled the task (it had not completed). A running task's future
   // completes as cancelled at once; with may_interrupt_if_running its stop token is requested.
+  // A pending one-shot task whose callable has no destructor is cancelled by one CAS that also
+  // gives this handle's reference back (core/src/shard_cancel.cpp): the handle then holds no
+  // node, and answers every call as for the cancelled task (delay() from the deadline it keeps);
+  // its destruction costs nothing.
   bool cancel(bool may_interrupt_if_running = false) noexcept {
-    return node_ && detail::cancel_task(node_, core_, may_interrupt_if_running);
+    if (!node_) return false;  // none, or cancelled by this handle already
+    std::int64_t deadline = 0;
+    switch (detail::cancel_task(node_, at_.core, may_interrupt_if_running, &deadline)) {
+      case detail::CancelOutcome::kLost:
+        return false;
+      case detail::CancelOutcome::kWon:
+        return true;
+      case detail::CancelOutcome::kWonAndLet:
+        break;
+    }
+    node_ = nullptr;  // the task's node may be gone already
+    at_.deadline = deadline;
+    clock_bits_ |= kLetGo;
+    return true;
   }
   // (FU2) acquire: a done task's result, published by its completer (ST1), is visible.
   bool is_done() const noexcept {
-    return node_ && detail::is_terminal(node_->state.load(std::memory_order_acquire));
+    return node_ ? detail::is_terminal(node_->state.load(std::memory_order_acquire)) : let_go();
   }
   bool is_cancelled() const noexcept {
-    return node_ && (node_->state.load(std::memory_order_acquire) & detail::kStateMask) == detail::kCancelled;  // (FU2)
+    return node_ ? (node_->state.load(std::memory_order_acquire) & detail::kStateMask) == detail::kCancelled  // (FU2)
+                 : let_go();
   }
   bool is_periodic() const noexcept { return node_ && node_->periodic(); }
 
@@ -143,9 +164,8 @@ class ScheduledFuture {
     if (!node_) return false;
     std::int64_t d = detail::to_ns_saturated(delay);
     if (d < 0) d = 0;
-    std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
-    const detail::DeadlineNs deadline = detail::deadline_after_ns(now, d);
-    return detail::rearm_task(node_, core_, deadline.ns, deadline.never);
+    const detail::DeadlineNs deadline = detail::deadline_after_ns(now_ns(), d);
+    return detail::rearm_task(node_, at_.core, deadline.ns, deadline.never);
   }
   // rearm() to an absolute deadline on the task's scheduler's clock, for a loop that already
   // read that clock (one clock read per message instead of two): the same contract, the same
@@ -157,20 +177,19 @@ class ScheduledFuture {
     requires(std::is_same_v<Clock, std::chrono::steady_clock> || std::is_same_v<Clock, ManualClock>)
   bool rearm_at(std::chrono::time_point<Clock, Dur> deadline) {
     if (!node_) return false;
-    if (std::is_same_v<Clock, ManualClock> != (clock_ != nullptr))
+    if (std::is_same_v<Clock, ManualClock> != (clock() != nullptr))
       throw std::invalid_argument("kairos: rearm_at: the deadline is on another clock than the task's scheduler");
-    return detail::rearm_task(node_, core_, detail::to_ns_saturated(deadline.time_since_epoch()), false);
+    return detail::rearm_task(node_, at_.core, detail::to_ns_saturated(deadline.time_since_epoch()), false);
   }
   bool is_rearmable() const noexcept { return node_ && (node_->flags & detail::kRearmable); }
 
   // Until the next trigger on the scheduler's clock; <= 0 when due.
   Duration delay() const noexcept {
-    if (!node_) return Duration::zero();
+    if (!node_) return let_go() ? Duration(detail::sub_saturated(at_.deadline, now_ns())) : Duration::zero();
     std::int64_t& at = (node_->flags & detail::kRearmable) ? static_cast<detail::RearmBase*>(node_)->latest_deadline
                                                             : node_->deadline;
     std::int64_t d = std::atomic_ref<std::int64_t>(at).load(std::memory_order_relaxed);
-    std::int64_t now = clock_ ? clock_->now_ns() : detail::steady_now_ns();
-    return Duration(detail::sub_saturated(d, now));
+    return Duration(detail::sub_saturated(d, now_ns()));
   }
 
  private:
@@ -178,18 +197,35 @@ class ScheduledFuture {
   friend class BasicScheduler;
   friend struct detail::FutureAccess;
   ScheduledFuture(detail::TaskBase* adopted, detail::SchedulerCore* core, const ManualClock* clock) noexcept
-      : node_(adopted), core_(core), clock_(clock) {}
+      : node_(adopted), at_{core}, clock_bits_(reinterpret_cast<std::uintptr_t>(clock)) {}
   void check() const {
-    if (!node_) throw std::future_error(std::future_errc::no_state);
+    if (!valid()) throw std::future_error(std::future_errc::no_state);
+  }
+  // This handle's cancel let its reference go (cancel()): the task is cancelled, node_ is null.
+  bool let_go() const noexcept { return (clock_bits_ & kLetGo) != 0; }
+  const ManualClock* clock() const noexcept { return reinterpret_cast<const ManualClock*>(clock_bits_ & ~kLetGo); }
+  std::int64_t now_ns() const noexcept {
+    const ManualClock* c = clock();
+    return c ? c->now_ns() : detail::steady_now_ns();
   }
   // The result a completed run stored (read after an acquire of kNormal).
   std::add_lvalue_reference_t<T> value() const noexcept {
     return *static_cast<std::add_pointer_t<T>>(node_->ops->result(node_));
   }
 
+  // The task's node (one reference); nullptr: none, or let go by this handle's cancel (kLetGo).
   detail::TaskBase* node_ = nullptr;
-  detail::SchedulerCore* core_ = nullptr;  // used by cancel() only while the task is attached
-  const ManualClock* clock_ = nullptr;
+  union Attachment {
+    detail::SchedulerCore* core;  // with node_: its scheduler, for cancel() and rearm() (touched
+                                  // only while the task is attached)
+    std::int64_t deadline;        // once let go: the task's deadline, for delay()
+  };
+  Attachment at_{nullptr};
+  // The scheduler's ManualClock (nullptr: the steady clock), with kLetGo in its low bit (a
+  // ManualClock is aligned to 8 bytes at least).
+  static constexpr std::uintptr_t kLetGo = 1;
+  static_assert(alignof(ManualClock) > kLetGo);
+  std::uintptr_t clock_bits_ = 0;
 };
 
 }  // namespace kairos

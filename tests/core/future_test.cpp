@@ -110,6 +110,97 @@ TEST(Future, CancelBeforeStartCompletesAsCancelled) {
   EXPECT_EQ(runs, 0);
 }
 
+// The handle's own cancel of a pending one-shot task whose callable has nothing to destroy lets
+// go of the handle's reference in the cancel's CAS (core/src/shard_cancel.cpp): the handle then
+// holds no node, and answers every call as the cancelled task's handle would.
+TEST(Future, ItsOwnCancelLetsTheNodeGoAndTheHandleStillAnswersForTheTask) {
+  std::atomic<int> runs{0};
+  Manual s;
+  auto f = s.schedule([&runs] { ++runs; return 7; }, 10ms);
+  auto before = f;  // a copy taken before the cancel keeps its own reference to the task
+  s.clock.advance(3ms);
+  ASSERT_TRUE(f.cancel());
+  EXPECT_EQ(kairos::detail::FutureAccess::node(f), nullptr) << "the cancel's CAS did not let the handle's reference go";
+  EXPECT_NE(kairos::detail::FutureAccess::node(before), nullptr);
+  EXPECT_TRUE(f.valid());
+  EXPECT_TRUE(f.is_done());
+  EXPECT_TRUE(f.is_cancelled());
+  EXPECT_FALSE(f.is_periodic());
+  EXPECT_FALSE(f.is_rearmable());
+  EXPECT_FALSE(f.cancel()) << "a second cancel must return false";
+  EXPECT_FALSE(f.rearm(1ms));
+  EXPECT_EQ(f.delay(), 7ms);  // its deadline, kept in the handle
+  s.clock.advance(2ms);
+  EXPECT_EQ(f.delay(), 5ms);
+  EXPECT_EQ(f.wait_for(0ms), std::future_status::ready);
+  EXPECT_THROW(f.get(), kairos::CancelledError);
+  EXPECT_NO_THROW(f.wait());
+  auto after = f;  // copies and moves of the let-go handle answer the same
+  auto moved = std::move(after);
+  EXPECT_FALSE(after.valid()) << "a moved-from handle is empty";
+  EXPECT_THROW(after.get(), std::future_error);
+  EXPECT_TRUE(moved.valid());
+  EXPECT_TRUE(moved.is_cancelled());
+  EXPECT_EQ(moved.delay(), 5ms);
+  EXPECT_THROW(moved.get(), kairos::CancelledError);
+  EXPECT_TRUE(before.is_cancelled());
+  EXPECT_FALSE(before.cancel());
+  EXPECT_EQ(before.delay(), 5ms);
+  EXPECT_THROW(before.get(), kairos::CancelledError);
+  EXPECT_EQ(s.queue_size(), 1u);  // retained until its deadline (remove_on_cancel off)
+  s.step(10ms);
+  EXPECT_EQ(runs, 0);
+  EXPECT_EQ(s.queue_size(), 0u);
+  const auto total = s.stats().total();
+  EXPECT_EQ(total.ran, 0u);
+}
+
+// Where something is left to do on the node after the cancel's CAS, the handle keeps its
+// reference: captures to destroy (they go at the cancel, not when the handle goes), a periodic
+// or re-armable task, a cancel that loses, a task taken in (kQueued).
+TEST(Future, ACancelLetsTheNodeGoOnlyWhenNothingIsLeftToDoOnIt) {
+  Manual s;
+  auto token = std::make_shared<int>(1);
+  auto captured = s.schedule([token] { (void)*token; }, 10ms);
+  EXPECT_EQ(token.use_count(), 2);
+  ASSERT_TRUE(captured.cancel());
+  EXPECT_EQ(token.use_count(), 1) << "the captures go at the cancel";
+  EXPECT_NE(kairos::detail::FutureAccess::node(captured), nullptr);
+  EXPECT_TRUE(captured.is_cancelled());
+
+  auto periodic = s.schedule_at_fixed_rate([] {}, 10ms, 10ms);
+  ASSERT_TRUE(periodic.cancel());
+  EXPECT_NE(kairos::detail::FutureAccess::node(periodic), nullptr);
+  EXPECT_TRUE(periodic.is_periodic());
+
+  auto rearmable = s.schedule_rearmable([] {}, 10ms);
+  ASSERT_TRUE(rearmable.cancel());
+  EXPECT_NE(kairos::detail::FutureAccess::node(rearmable), nullptr);
+  EXPECT_TRUE(rearmable.is_rearmable());
+
+  auto done = s.schedule([] {}, 1ms);
+  s.step(1ms);
+  EXPECT_FALSE(done.cancel());
+  EXPECT_NE(kairos::detail::FutureAccess::node(done), nullptr);
+
+  auto taken_in = s.schedule([] {}, 10ms);
+  (void)s.queue_size();  // drains: the leader takes the task in (kQueued)
+  ASSERT_TRUE(taken_in.cancel());
+  EXPECT_NE(kairos::detail::FutureAccess::node(taken_in), nullptr);
+  EXPECT_TRUE(taken_in.is_cancelled());
+}
+
+// co_await on a let-go handle does not suspend: the task is done (cancelled).
+TEST(Future, ALetGoHandleIsReadyToAwait) {
+  Manual s;
+  auto f = s.schedule([] { return 1; }, 10ms);
+  ASSERT_TRUE(f.cancel());
+  ASSERT_EQ(kairos::detail::FutureAccess::node(f), nullptr);
+  auto awaiter = operator co_await(f);
+  EXPECT_TRUE(awaiter.await_ready());
+  EXPECT_THROW(awaiter.await_resume(), kairos::CancelledError);
+}
+
 TEST(Future, WaitForTimesOutThenBecomesReady) {
   Manual s;
   auto f = s.schedule([] { return 5; }, 1h);

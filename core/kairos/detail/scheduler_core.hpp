@@ -97,9 +97,20 @@ bool rearm_task(TaskBase* t, SchedulerCore* core, std::int64_t deadline, bool ne
 void run_orphan(TaskBase* t, const std::function<void(std::exception_ptr)>* on_uncaught) noexcept;
 // Completes an orphaned task's future as cancelled.
 void drop_orphan(TaskBase* t) noexcept;
+// What a handle's cancel did (cancel_task).
+enum class CancelOutcome : std::uint8_t {
+  kLost,      // the task was not pending or running (done, cancelled, returned): nothing changed
+  kWon,       // this call moved it to kCancelled; the caller keeps its reference
+  kWonAndLet  // this call moved it to kCancelled and let go of the caller's reference in the same
+              // CAS: the node may already be gone, the caller must not touch it again
+};
 // Cancels t (ScheduledFuture::cancel); `core` is the scheduler it was submitted to (touched only
-// while t is attached). True iff this call moved it to kCancelled. A cancel that wins destroys
-// the callable if the task will never run again (no kairos lock held).
-bool cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running) noexcept;
+// while t is attached). A cancel that wins destroys the callable if the task will never run
+// again (no kairos lock held). With `let_go` non-null the caller offers its reference: when the
+// cancel is the one CAS and nothing is left to do on the node after it (a one-shot task, not
+// re-armable, whose callable needs no destructor), the CAS drops that reference too, `*let_go`
+// receives the task's deadline, and the result is kWonAndLet.
+CancelOutcome cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
+                          std::int64_t* let_go) noexcept;
 
 }  // namespace kairos::detail

@@ -84,6 +84,9 @@ inline constexpr std::uint8_t kNoFuture = 8;  // execute(): exceptions go to on_
 inline constexpr std::uint8_t kRearmable = 16;  // a RearmBase: rearm() may move its deadline
 inline constexpr std::uint8_t kCountsCancel = 32;  // its cancel counts it out at once (Options::capacity:
                                                    // admissions read the count; core/src/shard_cancel.cpp)
+inline constexpr std::uint8_t kTrivialCallable = 64;  // destroying its callable does nothing: a cancel
+                                                      // from kPending need not touch the node after its
+                                                      // CAS (the handle's releasing cancel, shard_cancel.cpp)
 
 // TaskBase::life: what the node's storage holds. Written by the one thread that owns the run
 // (or won the cancel), read by the last owner and by get() after an acquire of a final state.
@@ -503,7 +506,8 @@ auto* make_node(F&& f, std::uint8_t flags) {
   }
   n->ops = &N::kOps;
   n->flags = static_cast<std::uint8_t>(flags | (Periodic ? kPeriodic : 0) | (stoppable ? kStoppable : 0) |
-                                        (Rearmable ? kRearmable : 0));
+                                        (Rearmable ? kRearmable : 0) |
+                                        (std::is_trivially_destructible_v<Fn> ? kTrivialCallable : 0));
   return n;
 }
 
