@@ -51,8 +51,6 @@
 
 namespace kairos::detail {
 
-namespace {
-
 // cancel_task's every other case: a task taken in, counted by its admission, waited on, held by a
 // re-arm, running, an orphan, or a CAS that lost to another change of the word. `s`: the word
 // last read. Not complete() (completion.hpp): its CAS takes kPending, kRunning or kOrphan
@@ -60,8 +58,9 @@ namespace {
 // clears the pin before the awaiters are resumed (a resumed coroutine may destroy the scheduler,
 // whose shards wait for every pin), and a task cancelled while it runs keeps its callable for its
 // runner.
-[[gnu::noinline]] bool cancel_task_in_general(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
-                                             std::uint32_t s) noexcept {
+bool cancel_task_in_general(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
+                            std::uint32_t s) noexcept {
+  KAIROS_DCHECK(no_kairos_lock_held());
   for (;;) {
     std::uint32_t st = s & kStateMask;
     std::uint32_t n;
@@ -70,7 +69,8 @@ namespace {
       s = t->state.load(std::memory_order_acquire);
       continue;
     }
-    // The one-CAS cancel (above) unless taken in or counted by an admission.
+    // The one-CAS cancel (cancel_task, kairos/detail/scheduler_core.hpp) unless taken in or
+    // counted by an admission.
     const bool pinned = st == kPending && ((s & kQueued) || (t->flags & kCountsCancel));
     if (st == kPending) n = (s & ~kStateMask) | kCancelled | (pinned ? kPin : 0);
     else if (st == kRunning || st == kOrphan) n = (s & ~kStateMask) | kCancelled;
@@ -91,51 +91,6 @@ namespace {
     return true;
   }
 }
-
-}  // namespace
-
-// The handle's half. The common case first, in a few instructions: a pending task not taken in,
-// not counted by an admission, with no waiter and no awaiter: one CAS (CN1) and the callable.
-// The handle's releasing cancel (W2's timeout, cancelled by the handle its submitter kept): when
-// the handle offers its reference (`let_go`) and nothing is left to do on the node after the
-// CAS (one-shot, not re-armable, a callable with no destructor: kTrivialCallable; no awaiter),
-// the same CAS drops the reference (RC1's part of it), so the handle's destruction later is no
-// RMW: one locked RMW per cancel-and-drop instead of two. The scheduler's reference (the inbox
-// holds it) keeps the count >= 1, so the node outlives the CAS; whoever drains it drops the last.
-CancelOutcome cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
-                          std::int64_t* let_go) noexcept {
-  KAIROS_DCHECK(no_kairos_lock_held());
-  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (CN1) its CAS below
-  constexpr std::uint32_t kNotPlain = kStateMask | kQueued | kWaiters | kAwaited;
-  if ((s & kNotPlain) == kPending && !(t->flags & kCountsCancel)) {
-    constexpr std::uint8_t kLetGoFlags = kTrivialCallable | kPeriodic | kRearmable;
-    if (let_go != nullptr && (t->flags & kLetGoFlags) == kTrivialCallable && !(s & kSpilled)) {
-      KAIROS_DCHECK(refs_of(s) >= 2);  // the scheduler's and the caller's
-      // The deadline the handle reports from now on (delay()); read before the CAS, after which
-      // t may be gone. A plain task's deadline is its submitter's until the take-in, which the
-      // CAS would fail against (kQueued).
-      *let_go = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
-      // (CN1) and (RC1) in one: acq_rel, one winner against a start, a completion, shutdown_now
-      // and the take-in (TI1), and the release of the caller's reference, which the last owner's
-      // (RC1) acquires (it sees this word's every earlier change through the release sequence).
-      if (t->state.compare_exchange_strong(s, (s | kCancelled) - kRefOne, std::memory_order_acq_rel,
-                                           std::memory_order_acquire)) [[likely]]
-        return CancelOutcome::kWonAndLet;  // no awaiter, no waiter, a callable with nothing to destroy
-    } else {
-      // (CN1) acq_rel, as below; a word changed meanwhile (a take-in, a waiter, a reference) fails
-      // it, and the general path decides again.
-      const std::uint32_t n = s | kCancelled;
-      if (t->state.compare_exchange_strong(s, n, std::memory_order_acq_rel, std::memory_order_acquire)) [[likely]] {
-        t->ops->drop_callable(t);  // it will never run: its captures go now
-        finish_completion(t, n);   // (AW3) nothing awaits it (no kAwaited): the one completion's last step
-        return CancelOutcome::kWon;
-      }
-    }
-  }
-  return cancel_task_in_general(t, core, may_interrupt_if_running, s) ? CancelOutcome::kWon : CancelOutcome::kLost;
-}
-
-
 
 // The shard's half (SchedulerCore::on_cancelled): t is kCancelled|kPin.
 void Shard::on_cancelled(TaskBase* t, bool queued) noexcept {

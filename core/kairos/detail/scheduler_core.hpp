@@ -104,13 +104,54 @@ enum class CancelOutcome : std::uint8_t {
   kWonAndLet  // this call moved it to kCancelled and let go of the caller's reference in the same
               // CAS: the node may already be gone, the caller must not touch it again
 };
+// cancel_task's every case but the one-CAS cancel (core/src/shard_cancel.cpp, where the cancel's
+// protocol is argued): `s` is the state word last read. True iff it moved t to kCancelled.
+bool cancel_task_in_general(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
+                            std::uint32_t s) noexcept;
+
 // Cancels t (ScheduledFuture::cancel); `core` is the scheduler it was submitted to (touched only
 // while t is attached). A cancel that wins destroys the callable if the task will never run
 // again (no kairos lock held). With `let_go` non-null the caller offers its reference: when the
 // cancel is the one CAS and nothing is left to do on the node after it (a one-shot task, not
 // re-armable, whose callable needs no destructor), the CAS drops that reference too, `*let_go`
 // receives the task's deadline, and the result is kWonAndLet.
-CancelOutcome cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
-                          std::int64_t* let_go) noexcept;
+// The common case is here, inline in the handle's cancel: a pending task not taken in (no
+// kQueued), not counted by an admission, with no waiter and no awaiter, is cancelled by one CAS
+// on its state word (CN1, core/src/shard_cancel.cpp), nothing sent, nothing counted: the drain
+// that meets it applies remove-on-cancel. Every other case, and a CAS that loses to any change of
+// the word (a take-in, a waiter, a reference), goes to cancel_task_in_general, which decides again.
+inline CancelOutcome cancel_task(TaskBase* t, SchedulerCore* core, bool may_interrupt_if_running,
+                                 std::int64_t* let_go) noexcept {
+  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (CN1) its CAS below
+  constexpr std::uint32_t kNotPlain = kStateMask | kQueued | kWaiters | kAwaited;
+  if ((s & kNotPlain) == kPending && !(t->flags & kCountsCancel)) {
+    constexpr std::uint8_t kLetGoFlags = kTrivialCallable | kPeriodic | kRearmable;
+    if (let_go != nullptr && (t->flags & kLetGoFlags) == kTrivialCallable && !(s & kSpilled)) {
+      // The handle's releasing cancel: the scheduler's reference (the inbox holds it) keeps the
+      // count >= 1 after the CAS, so the node outlives it; whoever drains it drops the last. The
+      // deadline the handle reports from now on (delay()) is read first: after the CAS t may be
+      // gone. A plain task's deadline is its submitter's until the take-in, which the CAS would
+      // fail against (kQueued).
+      *let_go = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
+      // (CN1) and the handle's (RC1) in one: acq_rel, one winner against a start, a completion,
+      // shutdown_now and the take-in (TI1), and the release of the caller's reference, which the
+      // last owner's (RC1) acquires (it sees this word's every earlier change through the release
+      // sequence). Nothing is left to do after it: no awaiter or waiter to wake, a callable with
+      // nothing to destroy.
+      if (t->state.compare_exchange_strong(s, (s | kCancelled) - kRefOne, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) [[likely]]
+        return CancelOutcome::kWonAndLet;
+    } else {
+      // (CN1) acq_rel, as above.
+      if (t->state.compare_exchange_strong(s, s | kCancelled, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) [[likely]] {
+        t->ops->drop_callable(t);  // it will never run: its captures go now (no lock held: the
+                                   // caller's thread, in cancel()); no awaiter to resume
+        return CancelOutcome::kWon;
+      }
+    }
+  }
+  return cancel_task_in_general(t, core, may_interrupt_if_running, s) ? CancelOutcome::kWon : CancelOutcome::kLost;
+}
 
 }  // namespace kairos::detail
