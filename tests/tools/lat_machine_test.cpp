@@ -3,6 +3,7 @@
 // one-way cache-line handoff, and the one line tables are headed with.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -38,6 +39,27 @@ TEST(LatMachine, TheHostFingerprintNamesWhatAVerdictDependsOn) {
   const std::string line = kairos::lat::host_line(h);
   EXPECT_NE(line.find(h["clocksource"].get<std::string>()), std::string::npos) << line;
   EXPECT_NE(line.find("handoff"), std::string::npos) << line;
+}
+
+// A host whose vCPUs moved (a 40 ns handoff becoming 190 ns) is another host; the spread of one
+// host's measurements (37-61 ns, 173-210 ns on one VM) is not.
+TEST(LatMachine, HandoffsAgreeWithinTheSpreadOfOneHostOnly) {
+  using kairos::lat::handoffs_agree;
+  EXPECT_TRUE(handoffs_agree(40, 43));
+  EXPECT_TRUE(handoffs_agree(37, 61));
+  EXPECT_TRUE(handoffs_agree(173, 210));
+  EXPECT_TRUE(handoffs_agree(-1, -1));
+  EXPECT_FALSE(handoffs_agree(40, 190));
+  EXPECT_FALSE(handoffs_agree(190, 40));
+  EXPECT_FALSE(handoffs_agree(61, 173));
+  EXPECT_FALSE(handoffs_agree(-1, 40));
+  EXPECT_FALSE(handoffs_agree(40, -1));
+  const std::int64_t now = kairos::lat::handoff_now_ns();
+  if (std::thread::hardware_concurrency() >= 2) {
+    EXPECT_TRUE(now > 0 || now == -1) << now;
+  } else {
+    EXPECT_EQ(now, -1);
+  }
 }
 
 TEST(LatMachine, EveryRecordsMachineCarriesTheHost) {

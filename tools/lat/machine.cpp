@@ -140,6 +140,14 @@ std::int64_t handoff_ns() {
 
 }  // namespace
 
+std::int64_t handoff_now_ns() { return handoff_ns(); }
+
+bool handoffs_agree(std::int64_t a, std::int64_t b) {
+  if (a < 0 || b < 0) return a < 0 && b < 0;
+  const std::int64_t lo = std::min(a, b), hi = std::max(a, b);
+  return hi - lo <= 30 || 2 * hi <= 3 * lo;
+}
+
 nlohmann::ordered_json host_fingerprint() {
   nlohmann::ordered_json h;
   h["vendor"] = cpuinfo_field("vendor_id");

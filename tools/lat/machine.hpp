@@ -1,5 +1,6 @@
 // machine.hpp: what every record says about the machine it was measured on.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,14 @@ nlohmann::ordered_json machine_json();
 // median cost), "handoff_ns" (a pinned one-way cache-line handoff between two CPUs; -1 with one
 // CPU). Measured in about 10 ms.
 nlohmann::ordered_json host_fingerprint();
+// The pinned one-way handoff of host_fingerprint(), measured again now (about 10 ms; -1 with one
+// CPU): kairos-lat measures it after every run, because a VM's vCPUs can be moved under it
+// between the host's sockets or core complexes within minutes (a 40 ns handoff becoming 190 ns),
+// and a record must not claim the host measured at the invocation's start if that moved.
+std::int64_t handoff_now_ns();
+// Whether two handoffs are the same host's: equal within the measurement's spread (the larger at
+// most 1.5x the smaller, or within 30 ns of it). -1 (not measured) agrees only with -1.
+bool handoffs_agree(std::int64_t a, std::int64_t b);
 // host_fingerprint() in one line, for a table's heading.
 std::string host_line(const nlohmann::ordered_json& host);
 // The 1-minute load average (/proc/loadavg) right now: how busy the shared machine was.

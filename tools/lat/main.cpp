@@ -345,6 +345,30 @@ std::string recorded_host(const json& rec) {
   return host_line(rec["machine"]["host"]);
 }
 
+// Records read back (--from) whose hosts are not one: a handoff (machine.host.handoff_ns, or the
+// one measured after a run, handoff_after_ns) that is another host's than the first record's.
+// Empty when they agree, or when the records did not measure it.
+std::string mixed_hosts(const std::vector<json>& records) {
+  auto handoff = [](const json& r, const char* key) -> std::optional<std::int64_t> {
+    if (!r.contains("machine") || !r["machine"].is_object() || !r["machine"].contains("host")) return std::nullopt;
+    const json& h = r["machine"]["host"];
+    if (!h.is_object() || !h.contains(key) || !h[key].is_number_integer()) return std::nullopt;
+    return h[key].get<std::int64_t>();
+  };
+  std::optional<std::int64_t> first;
+  std::size_t other = 0;
+  for (const json& r : records)
+    for (const char* key : {"handoff_ns", "handoff_after_ns"}) {
+      const auto h = handoff(r, key);
+      if (!h) continue;
+      if (!first) first = h;
+      else if (!handoffs_agree(*first, *h)) ++other;
+    }
+  if (other == 0) return {};
+  return std::to_string(other) + " handoff measurement(s) of these records are another host's than the first (" +
+         std::to_string(*first) + " ns): the records mix hosts";
+}
+
 // The rules of docs/workloads.md that no measurement noise excuses; returns the broken ones.
 std::vector<std::string> broken_rules(const json& rec) {
   std::vector<std::string> out;
@@ -557,6 +581,10 @@ int tabulate_from(const Cli& cli, const json& machine) {
     auto groups = group_runs(records);
     if (overlay) std::cout << (cli.markdown ? "## " : "== ") << path << "\n";
     std::cout << "host: " << recorded_host(records.front()) << "\n";
+    if (const std::string mixed = mixed_hosts(records); !mixed.empty()) {
+      std::cout << "WARNING: " << mixed << "\n";
+      std::fprintf(stderr, "kairos-lat: --from %s: %s\n", path.c_str(), mixed.c_str());
+    }
     print_tables(std::cout, groups, cli.markdown);
     if (!any_records && records.front().contains("machine")) records_machine = records.front()["machine"];
     any_records = true;
@@ -658,6 +686,7 @@ int run_plan(const Plan& plan, const Cli& cli, const json& machine) {
   JavaHarness java(plan.java);
   std::set<std::string> skipped;
   std::size_t failed = 0;
+  std::vector<std::string> host_moved;  // runs after which the handoff was another host's
   std::size_t total_runs = 0, run_no = 0;
   for (const auto& w : plan.workloads)
     for (const auto& s : plan.systems)
@@ -703,6 +732,15 @@ int run_plan(const Plan& plan, const Cli& cli, const json& machine) {
           (*rec)["loadavg_1m"] = load;
           flag_producer_behind(*rec);
           stamp_provenance(*rec, machine);
+          // The host again, right after the run: a record whose host moved during the invocation
+          // says so (machine.host.handoff_after_ns), and the invocation warns below.
+          if (machine.contains("host") && machine["host"].contains("handoff_ns")) {
+            const std::int64_t before = machine["host"]["handoff_ns"].get<std::int64_t>();
+            const std::int64_t after = handoff_now_ns();
+            (*rec)["machine"]["host"]["handoff_after_ns"] = after;
+            if (!handoffs_agree(before, after))
+              host_moved.push_back(what + " (repeat " + std::to_string(rep) + "): " + std::to_string(after) + " ns");
+          }
           std::string line = rec->dump();
           if (!cli.table) std::cout << line << std::endl;
           if (out_file) out_file << line << std::endl;
@@ -720,6 +758,14 @@ int run_plan(const Plan& plan, const Cli& cli, const json& machine) {
   auto groups = group_runs(records);
   std::ostream& table_out = cli.table ? std::cout : std::cerr;
   table_out << "\nhost: " << (machine.contains("host") ? host_line(machine["host"]) : std::string("not measured")) << "\n";
+  if (!host_moved.empty()) {
+    std::string list;
+    for (const auto& m : host_moved) list += (list.empty() ? "" : "; ") + m;
+    std::string warning = "the host changed during this invocation (one-way handoff after " + list +
+                          "): these records mix hosts; run again";
+    table_out << "WARNING: " << warning << "\n";
+    std::fprintf(stderr, "kairos-lat: %s\n", warning.c_str());
+  }
   print_tables(table_out, groups, cli.markdown);
   if (!cli.svg.empty()) {
     write_svgs(cli.svg, groups, machine);
