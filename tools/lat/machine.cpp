@@ -84,6 +84,8 @@ std::int64_t clock_read_ns() {
   return median(rounds);
 }
 
+}  // namespace
+
 // One-way handoff of a cache line between the first two CPUs this process may run on, each thread
 // pinned: a counter bounced between them (each side waits for the other's value, then writes the
 // next), timed in 400 batches of 50 round trips; the median batch / (2 x 50). A batch during which
@@ -91,7 +93,7 @@ std::int64_t clock_read_ns() {
 // right, as long as most batches ran undisturbed). -1 with one CPU, or if pinning fails.
 // The line's two writers alternate strictly (acquire load of the partner's value, release
 // store of the next): the count is the handoffs, nothing else is ordered by it.
-std::int64_t handoff_ns() {
+std::int64_t handoff_now_ns() {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
   std::vector<int> cpus;
@@ -138,9 +140,6 @@ std::int64_t handoff_ns() {
   return median(batches);
 }
 
-}  // namespace
-
-std::int64_t handoff_now_ns() { return handoff_ns(); }
 
 bool handoffs_agree(std::int64_t a, std::int64_t b) {
   if (a < 0 || b < 0) return a < 0 && b < 0;
@@ -157,7 +156,7 @@ nlohmann::ordered_json host_fingerprint() {
   h["threads_per_core"] = siblings == "unknown" ? -1 : count_cpu_list(siblings);
   h["clocksource"] = first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   h["clock_read_ns"] = clock_read_ns();
-  h["handoff_ns"] = handoff_ns();
+  h["handoff_ns"] = handoff_now_ns();
   return h;
 }
 

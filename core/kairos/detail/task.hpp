@@ -86,7 +86,8 @@ inline constexpr std::uint8_t kCountsCancel = 32;  // its cancel counts it out a
                                                    // admissions read the count; core/src/shard_cancel.cpp)
 inline constexpr std::uint8_t kTrivialCallable = 64;  // destroying its callable does nothing: a cancel
                                                       // from kPending need not touch the node after its
-                                                      // CAS (the handle's releasing cancel, shard_cancel.cpp)
+                                                      // CAS (the handle's releasing cancel: cancel_task,
+                                                      // kairos/detail/scheduler_core.hpp)
 
 // TaskBase::life: what the node's storage holds. Written by the one thread that owns the run
 // (or won the cancel), read by the last owner and by get() after an acquire of a final state.
