@@ -2,7 +2,7 @@
 """count-locked-rmw.py: instructions and locked read-modify-writes per operation, per thread,
 counted exactly (callgrind), for issue 29's path budget.
 
-    tools/count-locked-rmw.py BUILD_DIR [MODE] [N] [--caller-only] [--max-instructions X] [--max-locked Y]
+    tools/count-locked-rmw.py BUILD_DIR [MODE] [N] [--caller-only] [--steady] [--max-instructions X] [--max-locked Y]
 
 runs `kairos_submit_driver N MODE` and `kairos_submit_driver N/2 MODE` (MODE: cancel, the W2
 pair at lag 0 (default); "" (W1: schedule); execute; schedule0; burst) under
@@ -12,6 +12,13 @@ instructions (and `xchg` with memory, which locks implicitly) per operation. Thr
 caller (the producer); the others are the scheduler's. The lock-prefixed instructions are found
 by disassembling the driver (objdump; libkairos is linked statically into it), so a locked RMW
 in a shared library (libstdc++, libc) is not counted: kairos makes none there on these paths.
+
+With --steady (MODE schedule, cancel or cancel1024) the driver runs its loop in chunks of 16,384
+with a pause between them, outside the counted loop, in which the scheduler's thread recycles
+what the chunk freed. Without it, valgrind's one thread at a time rarely lets that thread run
+during the loop, so the caller carves new nodes and inbox blocks all along (about 10
+instructions per W2 pair at lag 1,024) where a real steady state takes recycled ones. Both
+counts are exact; the steady one is the steady state's.
 
 With --max-instructions / --max-locked it is also a test (CTest `PathBudget.*`,
 perf/micro/CMakeLists.txt): exit status 1 if the caller's own path costs more per operation
@@ -108,13 +115,13 @@ def parse_callgrind(path, binary_name):
     return costs, fn_min, total[0]
 
 
-def run(driver, n, mode, outdir, loop_only):
+def run(driver, n, mode, outdir, loop_only, steady=False):
     prefix = os.path.join(outdir, f"cg.{n}.{int(loop_only)}")
     cmd = ["valgrind", "--tool=callgrind", "--dump-instr=yes", "--separate-threads=yes", "--compress-pos=no",
            "--compress-strings=no", f"--callgrind-out-file={prefix}.%p"]
     if loop_only:  # the caller's own path: only inside the driver's loop (submit_loop, cancel_loop, ...)
         cmd.append("--toggle-collect=*_loop*")
-    cmd += [driver, str(n)] + ([mode] if mode else [])
+    cmd += [driver, str(n)] + ([mode or "schedule", "steady"] if steady else [mode] if mode else [])
     subprocess.run(cmd, check=True, capture_output=True)
     files = sorted(f for f in os.listdir(outdir) if f.startswith(f"cg.{n}.{int(loop_only)}."))
     threads = {}
@@ -126,12 +133,14 @@ def run(driver, n, mode, outdir, loop_only):
 
 
 def main():
-    args, limits, caller_only = [], {}, False
+    args, limits, caller_only, steady = [], {}, False, False
     argv = sys.argv[1:]
     while argv:
         a = argv.pop(0)
         if a == "--caller-only":
             caller_only = True
+        elif a == "--steady":
+            steady = True
         elif a in ("--max-instructions", "--max-locked"):
             if not argv:
                 print(f"{a} needs a value", file=sys.stderr)
@@ -155,7 +164,7 @@ def main():
         for loop_only in ((True,) if caller_only else (True, False)):
             per = {}
             for size in (n, n // 2):
-                for tid, path in run(driver, size, mode, d, loop_only).items():
+                for tid, path in run(driver, size, mode, d, loop_only, steady).items():
                     costs, fn_min, ir = parse_callgrind(path, os.path.basename(driver))
                     base = None  # runtime address - file address (a PIE is loaded elsewhere)
                     for fn, lo in fn_min.items():
@@ -173,7 +182,8 @@ def main():
                             sites[fn] = sites.get(fn, 0) + c
                     per.setdefault(tid, {})[size] = (ir, lk, sites)
             if loop_only:
-                print(f"kairos_submit_driver {mode or 'schedule'}: per operation, {n} - {n // 2} operations by difference")
+                print(f"kairos_submit_driver {mode or 'schedule'}{' steady' if steady else ''}: per operation, "
+                      f"{n} - {n // 2} operations by difference")
                 print("the caller's own path (inside the driver's loop; callgrind --toggle-collect):")
             else:
                 print("the whole program, per thread (thread 1: the caller, loop and all, and whatever scheduler work")

@@ -303,7 +303,7 @@ class Inbox {
   alignas(kCacheLine) std::atomic<std::uint64_t> posted_{0};
   std::atomic<std::uint64_t> lost_{0};
   // -- the queue, then the leader's side ------------------------------------------------------
-  alignas(kCacheLine) moodycamel::ConcurrentQueue<TaskBase*> queue_;
+  alignas(kCacheLine) InboxQueue queue_;
   ProducerTokens tokens_;  // after queue_: destroyed first
   alignas(kCacheLine) std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> done_{0};

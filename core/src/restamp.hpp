@@ -49,12 +49,20 @@ static_assert(kRestampEvery + kYoungSpan + kMaxHeld < (std::uint64_t{1} << 31),
               "a pass keeps every stamp a comparison meets within the modular window");
 
 // True if the sequence numbers [first, first + n) hold the first one of a restamp period other
-// than the very first (0): whoever takes them asks for a pass (Shard::take_seq, RN1). For n = 1
-// two shifts and a compare (kRestampEvery is a power of two).
+// than the very first (0): whoever takes them asks for a pass (Shard::take_seq, RN1).
 constexpr bool restamp_period_begins(std::uint64_t first, std::uint64_t n) noexcept {
   return (first + n - 1) / kRestampEvery > (first == 0 ? 0 : (first - 1) / kRestampEvery);
 }
 static_assert((kRestampEvery & (kRestampEvery - 1)) == 0, "a power of two");
+// The same for one sequence number (n = 1), as a submission asks it: a test of its low 28 bits
+// and a branch, the rest only on the first seq of a period.
+constexpr bool restamp_period_begins_at(std::uint64_t seq) noexcept {
+  return (seq & (kRestampEvery - 1)) == 0 && seq != 0;
+}
+static_assert(!restamp_period_begins_at(0) && restamp_period_begins_at(kRestampEvery) &&
+                  !restamp_period_begins_at(kRestampEvery + 1) && !restamp_period_begins_at(kRestampEvery - 1) &&
+                  restamp_period_begins_at(5 * kRestampEvery),
+              "restamp_period_begins(seq, 1)");
 static_assert(!restamp_period_begins(0, 1) && restamp_period_begins(kRestampEvery, 1) &&
                   !restamp_period_begins(kRestampEvery + 1, 1) && restamp_period_begins(1, kRestampEvery) &&
                   !restamp_period_begins(1, kRestampEvery - 1),

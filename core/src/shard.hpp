@@ -113,7 +113,7 @@ class Shard {
   // branch on the value the RMW returned, nothing more on the other 2^28 - 1.
   std::uint64_t take_seq() noexcept {
     const std::uint64_t s = inbox_.take_seq();  // (IN1)
-    if (restamp_period_begins(s, 1)) [[unlikely]] wait_.ask_restamp();  // (RN1)
+    if (restamp_period_begins_at(s)) [[unlikely]] wait_.ask_restamp();  // (RN1)
     return s;
   }
   // Test seams (tests/core/fifo_test.cpp): the newest shard built, its sequence moved on by n

@@ -455,6 +455,27 @@ void* task_alloc(std::uint8_t cls) {
   return alloc_slow(cls);
 }
 
+template <std::uint8_t Cls>
+void* TaskPoolClass<Cls>::alloc() {
+  ClassCache& c = t_cache.cls[Cls];
+  if (c.top != c.bottom) [[likely]]
+    return pop_node(c, Cls);
+  return alloc_slow(Cls);
+}
+static_assert(kClassCount == 12, "one TaskPoolClass instance per class, below");
+template struct TaskPoolClass<0>;
+template struct TaskPoolClass<1>;
+template struct TaskPoolClass<2>;
+template struct TaskPoolClass<3>;
+template struct TaskPoolClass<4>;
+template struct TaskPoolClass<5>;
+template struct TaskPoolClass<6>;
+template struct TaskPoolClass<7>;
+template struct TaskPoolClass<8>;
+template struct TaskPoolClass<9>;
+template struct TaskPoolClass<10>;
+template struct TaskPoolClass<11>;
+
 void task_free(void* p, std::uint8_t cls) noexcept {
   ClassCache& c = t_cache.cls[cls];
   // The whole node: a use after free of a task trips AddressSanitizer.

@@ -1,5 +1,6 @@
-// inbox_bench.cpp: a shard's inbox, moodycamel::ConcurrentQueue<void*>, used as the engine uses
-// it: producers enqueue without a token (implicit producer), the leader drains with
+// inbox_bench.cpp: a shard's inbox, moodycamel::ConcurrentQueue<void*> with the engine's traits
+// (blocks of 256: producer_tokens.hpp), nearly as the engine uses it: producers enqueue without a
+// token here (implicit producer; the engine gives each thread a token), the leader drains with
 // try_dequeue_bulk of 256 without a token. Initial capacity 1024, as a shard's.
 //   Inbox_Enqueue             one thread: enqueue 256 (timed), drain them (untimed); blocks are
 //                             recycled, the steady state of a drained inbox
@@ -7,7 +8,7 @@
 //   Inbox_EnqueueWithConsumer one producer enqueues while another thread drains in bulk, as a
 //                             leader does: the cost includes moving cache lines between cores
 //   Inbox_EnqueueUndrained    enqueue with nobody draining (a leader asleep for 1 h, the W1
-//                             shape): every 32 items need a fresh block from the heap
+//                             shape): every 256 items need a fresh block from the heap
 #include <atomic>
 #include <cstddef>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <concurrentqueue.h>
 
 #include "micro_common.hpp"
+#include "producer_tokens.hpp"
 
 namespace {
 
@@ -24,7 +26,7 @@ using kairos_micro::SpanTimer;
 constexpr std::size_t kBulk = 256;    // the engine's kDrainChunk
 constexpr std::size_t kInitial = 1024;
 
-using Inbox = moodycamel::ConcurrentQueue<void*>;
+using Inbox = moodycamel::ConcurrentQueue<void*, kairos::detail::InboxQueueTraits>;
 
 // Out of line, as in the engine (publish() reaches a shard's inbox through a pointer): inlined
 // into the benchmark loop, the compiler would keep the producer lookup's work across calls.

@@ -496,7 +496,9 @@ auto* make_node(F&& f, std::uint8_t flags) {
   using R = std::conditional_t<Periodic, void, call_result_t<Fn>>;
   using N = Node<Fn, R, Periodic, stoppable, Rearmable>;
   constexpr std::uint8_t cls = size_class_for(sizeof(N), alignof(N));
-  void* mem = cls == kHeapClass ? ::operator new(sizeof(N), std::align_val_t{alignof(N)}) : task_alloc(cls);
+  void* mem;
+  if constexpr (cls == kHeapClass) mem = ::operator new(sizeof(N), std::align_val_t{alignof(N)});
+  else mem = TaskPoolClass<cls>::alloc();
   N* n;
   try {
     n = ::new (mem) N(std::forward<F>(f));
