@@ -3,6 +3,7 @@
 counted exactly (callgrind), for issue 29's path budget.
 
     tools/count-locked-rmw.py BUILD_DIR [MODE] [N] [--caller-only] [--steady] [--max-instructions X] [--max-locked Y]
+                              [--max-scheduler-instructions Z]
 
 runs `kairos_submit_driver N MODE` and `kairos_submit_driver N/2 MODE` (MODE: cancel, the W2
 pair at lag 0 (default); "" (W1: schedule); execute; schedule0; burst) under
@@ -19,6 +20,9 @@ what the chunk freed. Without it, valgrind's one thread at a time rarely lets th
 during the loop, so the caller carves new nodes and inbox blocks all along (about 10
 instructions per W2 pair at lag 1,024) where a real steady state takes recycled ones. Both
 counts are exact; the steady one is the steady state's.
+
+With --max-scheduler-instructions (with --steady, without --caller-only) the scheduler's threads
+instructions per operation, summed, are bounded too (the leader's share of a W2 pair).
 
 With --max-instructions / --max-locked it is also a test (CTest `PathBudget.*`,
 perf/micro/CMakeLists.txt): exit status 1 if the caller's own path costs more per operation
@@ -141,7 +145,7 @@ def main():
             caller_only = True
         elif a == "--steady":
             steady = True
-        elif a in ("--max-instructions", "--max-locked"):
+        elif a in ("--max-instructions", "--max-locked", "--max-scheduler-instructions"):
             if not argv:
                 print(f"{a} needs a value", file=sys.stderr)
                 return 2
@@ -190,12 +194,15 @@ def main():
                 print("valgrind's one-thread-at-a-time run left to it at the end: shutdown_now's drain; the others: the")
                 print("scheduler's threads). Whole program less the caller's own path = the scheduler's share:")
             print("thread  instructions  locked RMWs")
+            scheduler_share = 0.0
             for tid in sorted(per):
                 if n in per[tid] and n // 2 in per[tid]:
                     (ir1, lk1, s1), (ir2, lk2, s2) = per[tid][n], per[tid][n // 2]
                     if loop_only and ir1 == ir2:
                         continue
                     print(f"{tid:>6}  {(ir1 - ir2) / ops:12.1f}  {(lk1 - lk2) / ops:11.2f}")
+                    if not loop_only and tid != 1:
+                        scheduler_share += (ir1 - ir2) / ops
                     if loop_only:
                         for flag, value in (("--max-instructions", (ir1 - ir2) / ops), ("--max-locked", (lk1 - lk2) / ops)):
                             if flag in limits and value > limits[flag]:
@@ -204,8 +211,14 @@ def main():
                         dd = (s1[fn] - s2.get(fn, 0)) / ops
                         if dd >= 0.01:
                             print(f"{'':>20}  {dd:11.2f}  in {fn[:110]}")
+            if not loop_only:
+                print(f"the scheduler's threads together: {scheduler_share:.1f} instructions per operation")
+                limit = limits.get("--max-scheduler-instructions")
+                if limit is not None and scheduler_share > limit:
+                    over.append(f"the scheduler's threads: {scheduler_share:.1f} instructions per operation, "
+                                f"over the budget of {limit}")
     for line in over:
-        print(f"FAIL: the caller's path, {line}")
+        print(f"FAIL: {line}" if line.startswith("the scheduler") else f"FAIL: the caller's path, {line}")
     return 1 if over else 0
 
 
