@@ -1,11 +1,13 @@
 // manual_clock_test.cpp: kairos::ManualClock and schedulers built on it: the start value,
-// saturation, negative advances, wake-ups, where due tasks run, and wait_idle.
+// saturation, negative advances, wake-ups, where due tasks run, wait_idle, and a clock destroyed
+// as soon as its scheduler's destructor returns.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <latch>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -185,6 +187,42 @@ TEST(ManualClock, OutlivesItsSchedulers) {
   }
   clock.advance(2h);
   EXPECT_EQ(clock.now(), ManualClock::time_point(2h));
+}
+
+// Tells `*gone` when the thread that set it ends: a thread's thread_locals are destroyed after
+// the function std::thread ran, so a kairos worker's loop, and its reference to the engine, are
+// over by then.
+struct ThreadExit {
+  std::atomic<bool>* gone = nullptr;
+  ~ThreadExit() {
+    if (gone) gone->store(true, std::memory_order_release);
+  }
+};
+thread_local ThreadExit t_exit;
+
+// (MC1) A scheduler destroyed from inside its own task returns at once and leaves that task's
+// thread detached; the clock is the user's again as soon as the destructor returns. Here it goes
+// while the task still runs: the run of a fixed-delay task ends with its next deadline, read
+// from the clock after the task returns, which must answer the time of the release rather than
+// read the destroyed clock (heap: ASan reports that read).
+TEST(ManualClock, MayGoAsSoonAsASchedulerDestroyedFromItsOwnTaskReturns) {
+  SKIP_IN_POLL_MODE("~LoopDriven joins its loop thread: it cannot run in a task of that loop");
+  auto clock = std::make_unique<ManualClock>();
+  auto s = std::make_unique<ManualScheduler>(single_thread(), *clock);
+  Gate scheduler_gone, clock_gone;
+  std::atomic<bool> thread_gone{false};
+  auto f = s->schedule_with_fixed_delay([&] {
+    t_exit.gone = &thread_gone;
+    s.reset();  // returns without waiting for this task; its thread is detached
+    scheduler_gone.open();
+    clock_gone.wait();
+  }, 1ms, 1ms);
+  clock->advance(1ms);
+  ASSERT_TRUE(scheduler_gone.wait());
+  clock.reset();
+  clock_gone.open();
+  ASSERT_TRUE(kairos_test::eventually([&] { return thread_gone.load(std::memory_order_acquire); }));
+  EXPECT_TRUE(f.is_done());
 }
 
 }  // namespace
