@@ -21,8 +21,10 @@ during the loop, so the caller carves new nodes and inbox blocks all along (abou
 instructions per W2 pair at lag 1,024) where a real steady state takes recycled ones. Both
 counts are exact; the steady one is the steady state's.
 
-With --max-scheduler-instructions (with --steady, without --caller-only) the scheduler's threads
-instructions per operation, summed, are bounded too (the leader's share of a W2 pair).
+With --max-scheduler-instructions (without --caller-only) the scheduler's threads' instructions
+per operation, summed, are bounded too (the leader's share of a W2 pair, with --steady; of an
+execute() task, where valgrind's one thread at a time makes the leader take each chunk the
+caller left as one burst, as W7's leader does).
 
 With --max-instructions / --max-locked it is also a test (CTest `PathBudget.*`,
 perf/micro/CMakeLists.txt): exit status 1 if the caller's own path costs more per operation

@@ -435,11 +435,12 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
 std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) {
   KAIROS_DCHECK(lk.owns_lock() && max <= kMaxBatch);
   std::size_t n = 0;
-  while (n < max && !queue_.empty() && is_due(queue_.top(), now)) {
+  while (n < max && !queue_.empty()) {
     TaskBase* t = queue_.top();
+    if (!is_due(t, now)) break;
     bool stoppable = t->flags & kStoppable;
     if (stoppable && n > 0) break;  // starts alone: its stop source is set up under mu_
-    queue_.pop();
+    queue_.pop_top(t);
     if (refiled_at_newest(lk, t)) continue;  // re-armed since it was filed (also a retained
                                              // cancelled task: it leaves at its newest deadline)
     if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {  // (TI2)

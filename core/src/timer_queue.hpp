@@ -24,11 +24,12 @@
 //          A key of no class (a random delay) that fits after a class's back tops that run, and
 //          the class's next tasks take another run or, when none is free, rule 3 moves the
 //          stray key to the heap: random keys cost places in the runs, never order.
-// Cost:    push: one comparison with each run's back (kept in the run: no node read), O(1) at
+// Cost:    push: with one run busy (busy_), one comparison with its back when it accepts t;
+//          else one comparison with each run's back (kept in the run: no node read), O(1) at
 //          rules 1 and 2; rule 3 reads at most a few nodes at one run's back and moves at most
 //          kMaxMoved tasks to the heap (each task at most once); rule 4 is the heap's O(log n). top(): one comparison, the run with the earliest
 //          head kept in first_. pop from a run: O(1), first_ found again among the runs' heads
-//          (kRuns - 1 comparisons). erase: O(1) in a run (its id is in the task's queue_slot),
+//          (kRuns - 1 comparisons; none while one run is busy). erase: O(1) in a run (its id is in the task's queue_slot),
 //          O(log n) in the heap.
 // Memory:  growth needed for correctness happens in try_reserve() only: the heap's capacity
 //          covers every task the shard may hold, so push() never fails and never throws. A run's
@@ -41,6 +42,7 @@
 
 #include <kairos/detail/task.hpp>
 
+#include "dcheck.hpp"
 #include "sorted_run.hpp"
 #include "timer_heap.hpp"
 
@@ -70,10 +72,23 @@ class TimerQueue {
   TaskBase* pop() noexcept {
     if (first_ != kNoRun && (heap_.empty() || filed_before(runs_[first_].front(), heap_.top()))) {
       TaskBase* t = runs_[first_].pop_front();
-      find_first();
+      front_popped();
       return t;
     }
     return heap_.pop();
+  }
+
+  // Takes out t, which is top() (the caller just read it): no comparison of the parts again.
+  // t's queue_slot says which part holds it; a run's task that is top() is first_'s front.
+  void pop_top(TaskBase* t) noexcept {
+    if (SortedRun::holds(t->queue_slot)) {
+      KAIROS_DCHECK(first_ != kNoRun && runs_[first_].front() == t);
+      (void)runs_[first_].pop_front();
+      front_popped();
+      return;
+    }
+    KAIROS_DCHECK(heap_.top() == t);
+    (void)heap_.pop();
   }
 
   // Files t by the rules above. No result: a caller that needs to know whether t became the
@@ -81,6 +96,16 @@ class TimerQueue {
   void push(TaskBase* t) {
 #if !defined(KAIROS_NO_SORTED_RUNS)  // a measurement-only build files every task in the heap
     if (!t->never_due()) {
+      // One run busy (one delay class: W6's zero delays, W7's burst, W2's one window): rule 1
+      // has one candidate, so a task it accepts is filed there without the loop. first_ stays
+      // (the run was not empty, so t is not its front).
+      if (busy_ != 0 && (busy_ & (busy_ - 1)) == 0) {
+        SortedRun& only = runs_[static_cast<unsigned>(__builtin_ctz(busy_))];
+        if (only.accepts(t)) {
+          if (!only.try_append(t)) heap_.push(t);  // a ring that cannot grow: as below
+          return;
+        }
+      }
       SortedRun* fit = nullptr;    // rule 1
       SortedRun* empty = nullptr;  // rule 2: one whose ring is already there if any
       SortedRun* nearest = nullptr;  // rule 3
@@ -95,6 +120,7 @@ class TimerQueue {
       }
       SortedRun* to = fit != nullptr ? fit : empty != nullptr ? empty : make_way(nearest, t);
       if (to != nullptr && to->try_append(t)) {  // false: a ring that cannot grow (the heap takes t)
+        busy_ |= 1u << to->id();
         if (to->size() == 1 && (first_ == kNoRun || filed_before(t, runs_[first_].front()))) first_ = to->id();
         return;
       }
@@ -114,6 +140,7 @@ class TimerQueue {
     if (!SortedRun::holds(t->queue_slot)) return heap_.erase(t);
     const unsigned id = SortedRun::id_of(t->queue_slot);
     if (!runs_[id].erase(t)) return false;
+    if (runs_[id].empty()) busy_ &= ~(1u << id);
     if (id == first_) find_first();  // another run's head, later than first_'s, stays later
     return true;
   }
@@ -150,14 +177,17 @@ class TimerQueue {
   // Tasks moved from a run's back to the heap by rule 3 (tests: the rule was taken, or not).
   std::uint64_t moved_to_heap() const noexcept { return moved_; }
 
-  // Every part's invariants and first_; tests call it.
+  // Every part's invariants, first_ and busy_; tests call it.
   bool check_invariants() const noexcept {
     if (!heap_.check_invariants()) return false;
     const SortedRun* first = nullptr;
+    unsigned busy = 0;
     for (const SortedRun& r : runs_) {
       if (!r.check_invariants()) return false;
+      if (!r.empty()) busy |= 1u << r.id();
       if (!r.empty() && (first == nullptr || filed_before(r.front(), first->front()))) first = &r;
     }
+    if (busy != busy_) return false;
     return first == nullptr ? first_ == kNoRun : first_ == first->id();
   }
 
@@ -173,22 +203,37 @@ class TimerQueue {
     if (later > kMaxMoved) return nullptr;
     for (std::size_t i = 0; i < later; ++i) heap_.push(r->pop_back());
     moved_ += later;
+    if (r->empty()) busy_ &= ~(1u << r->id());
     if (r->empty() && r->id() == first_) find_first();  // only its back left: its head stays otherwise
     return r->accepts(t) ? r : nullptr;  // false if holes stopped later_at_back() short
   }
 
-  // first_: the run whose head is the earliest of the runs' heads, kNoRun if every run is empty.
+  // first_: the run whose head is the earliest of the runs' heads, kNoRun if every run is empty;
+  // busy_ follows the runs too.
   void find_first() noexcept {
     unsigned best = kNoRun;
-    for (unsigned i = 0; i < kRuns; ++i)
-      if (!runs_[i].empty() && (best == kNoRun || filed_before(runs_[i].front(), runs_[best].front()))) best = i;
+    unsigned busy = 0;
+    for (unsigned i = 0; i < kRuns; ++i) {
+      if (runs_[i].empty()) continue;
+      busy |= 1u << i;
+      if (best == kNoRun || filed_before(runs_[i].front(), runs_[best].front())) best = i;
+    }
     first_ = best;
+    busy_ = busy;
+  }
+
+  // first_'s front was popped. Its next task is later than the popped one but may be later than
+  // another run's head too, unless no other run is busy: then first_ stays (W6, W7: one class).
+  void front_popped() noexcept {
+    if (busy_ == 1u << first_ && !runs_[first_].empty()) return;
+    find_first();
   }
 
   TimerHeap heap_;
   static_assert(kRuns == 4, "one initializer per run");
   std::array<SortedRun, kRuns> runs_{SortedRun{0}, SortedRun{1}, SortedRun{2}, SortedRun{3}};
   unsigned first_ = kNoRun;  // see find_first()
+  unsigned busy_ = 0;        // bit i: runs_[i] is not empty
   std::uint64_t moved_ = 0;
 };
 
