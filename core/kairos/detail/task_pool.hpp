@@ -14,9 +14,14 @@
 //          one itself (counted in TaskPoolStats::slabs_grown_by_alloc): populated at once if it
 //          is its class's first, else left for the next task_pool_prepare() to populate ahead of
 //          the bump pointer (meanwhile its pages fault one at a time rather than in one stall).
+//          task_pool_prepare() also makes empty magazines ahead (one per kMagazineSlots nodes
+//          the class's slabs hold, at most kMagazinesAhead), so that a thread freeing a burst of
+//          nodes takes made ones instead of allocating each (and faulting its pages) there.
 // Memory:  slabs are never returned to the OS. A thread that exits returns its magazines, so
 //          slab memory is bounded by the peak of live nodes plus O(threads alive x 2 magazines
-//          per class), not by the number of threads that ever ran.
+//          per class), not by the number of threads that ever ran. Magazines are never freed:
+//          at most kMagazinesAhead per class made ahead, plus those made on demand (each a
+//          528-byte array of 64 node pointers, so about 8 bytes per node in magazines).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +36,9 @@ inline constexpr std::uint8_t kHeapClass = 0xFF;
 inline constexpr std::size_t kMagazineSlots = 64;
 // One growth step of a class (a slab's first 64 bytes are its bookkeeping header).
 inline constexpr std::size_t kSlabBytes = 256 * 1024;
+// Empty magazines task_pool_prepare() makes ahead per class, at most: one per kMagazineSlots
+// nodes its slabs hold, up to this many (~1 MiB of magazines: 131,072 nodes freed in a burst).
+inline constexpr std::size_t kMagazinesAhead = 2048;
 
 constexpr std::uint8_t size_class_for(std::size_t bytes, std::size_t align) noexcept {
   if (align > 8) return kHeapClass;
