@@ -12,12 +12,13 @@
 //                             memory); owned like a magazine, through the `loose` SharedStack.
 //   SharedStack::top_         any thread pushes (CAS); removals (pop, take_all) hold pop_mu_.
 //   Depot::cur, end           the class's current slab and its bump pointer: carve_mu.
-//   Depot::ready              a populated slab nobody has carved yet: stored only by the holder
-//                             of `preparing` when it is null (TP5), taken by carve() (TP6).
+//   Depot::ready[i]           a populated slab nobody has carved yet (kReadySlabs slots): stored
+//                             only by the holder of `preparing` into a null slot (TP5), taken by
+//                             carve() (TP6).
 //   Depot::preparing          a try-lock: one preparer per class at a time (TP11/TP12).
 //   Depot::unpopulated        a slab carve() grew without populating it: set by carve (TP15),
 //                             taken by a preparer (TP16), who populates it in place.
-//   g_want                    bit c: class c may have no ready slab (TP8 sets, TP9 clears).
+//   g_want                    bit c: class c may have an empty ready slot (TP8 sets, TP9 clears).
 //   g_slabs                   every slab ever taken (keeps them reachable): g_registry_mu.
 //   g_parked_*                free nodes set aside by the tests: g_parked_mu.
 //   counters                  relaxed statistics; nothing is ordered by them.
@@ -26,13 +27,13 @@
 //   (TP2) push: CAS release, publishes the element's `next`, a magazine's slots, and the nodes'
 //        last writes (the freeing thread's destructor, its ASan poison) -> pairs with (TP3).
 //   (TP3) pop / take_all: acquire load and CAS of `top_`; reads the element (TP2) published.
-//   (TP5) prepare: ready.store release, publishes the populated slab -> pairs with (TP6).
-//   (TP6) carve: ready.exchange seq_cst takes it (acquire side of TP5), then
+//   (TP5) prepare: ready[i].store release, publishes the populated slab -> pairs with (TP6).
+//   (TP6) carve: ready[i].exchange seq_cst takes one (acquire side of TP5), then
 //   (TP8) carve: g_want.fetch_or seq_cst asks for the next one. The preparer does
-//   (TP9) g_want.fetch_and seq_cst, then (TP7) ready.load seq_cst. Dekker pair: in the single
-//        order S of these four, if TP7 reads the slab TP6 takes then TP7 <S TP6, so
-//        TP9 <S TP7 <S TP6 <S TP8 and the bit TP8 sets survives TP9: no request is lost. If TP7 reads
-//        null the preparer fills the slot itself.
+//   (TP9) g_want.fetch_and seq_cst, then (TP7) ready[i].load seq_cst for each slot. Dekker pair,
+//        slot by slot: in the single order S of these, if TP7 reads the slab TP6 takes then
+//        TP7 <S TP6, so TP9 <S TP7 <S TP6 <S TP8 and the bit TP8 sets survives TP9: no request is
+//        lost. If TP7 reads null the preparer fills the slot itself.
 //   (TP10) task_pool_prepare: g_want.load relaxed, a hint: a bit missed now stays set (only TP9
 //        clears it, and only before checking TP7) and is seen by a later call.
 //   (TP11) preparing.exchange acquire / (TP12) preparing.store release: the try-lock; TP11 seeing the
@@ -95,6 +96,11 @@ namespace {
 
 constexpr std::size_t kPageBytes = 4096;
 constexpr std::size_t kMagazinesPerPrepare = 256;  // make_magazines_ahead, per call (~135 KB)
+// Populated slabs kept ready per class in use. Two: a leader that prepares only when it wakes (W1:
+// every kDrainEvery = 8,192 far-future submissions) must hand out more than one slab's nodes per
+// wake (5,400 of 48 bytes), or the submitting thread grows half its slabs itself, faulting their
+// pages one at a time (75 of 150 slabs in a fresh million-timer run with one).
+constexpr std::size_t kReadySlabs = 2;
 constexpr std::size_t kSlabHeaderBytes = 64;  // SlabHeader, padded: nodes start on a cache line
 static_assert(kClassCount <= 32, "g_want has one bit per class");
 
@@ -160,7 +166,7 @@ struct Depot {
   alignas(kCacheLine) std::mutex carve_mu;
   char* cur = nullptr;  // carve_mu: the current slab's bump pointer
   char* end = nullptr;  // carve_mu
-  alignas(kCacheLine) std::atomic<char*> ready{nullptr};
+  alignas(kCacheLine) std::atomic<char*> ready[kReadySlabs] = {};  // null: empty
   std::atomic<bool> preparing{false};
   std::atomic<char*> unpopulated{nullptr};  // a slab carve() took unpopulated, for prepare to populate
   // Nodes the slabs carve() started hold, and magazines made for the class (TP17/TP18): the
@@ -232,9 +238,11 @@ void carve(std::uint8_t cls, Magazine& m) {
   const std::size_t size = kClassSizes[cls];
   std::lock_guard lock(d.carve_mu);
   if (static_cast<std::size_t>(d.end - d.cur) < size) {
-    // (TP6) seq_cst: takes the slab (acquire side of TP5: its pages and poison are visible);
+    // (TP6) seq_cst: takes a slab (acquire side of TP5: its pages and poison are visible);
     // first half of the Dekker pair with the preparer's (TP9)/(TP7).
-    char* slab = d.ready.exchange(nullptr, std::memory_order_seq_cst);
+    char* slab = nullptr;
+    for (std::atomic<char*>& r : d.ready)
+      if ((slab = r.exchange(nullptr, std::memory_order_seq_cst)) != nullptr) break;
     // (TP8) seq_cst: asks task_pool_prepare() for the next one; second half of the pair.
     g_want.fetch_or(1u << cls, std::memory_order_seq_cst);
     if (slab == nullptr) {
@@ -566,13 +574,14 @@ void task_pool_prepare() noexcept {
     // (TP16) relaxed: pairs with (TP15); the slab an allocating thread carves from, populated ahead
     // of its bump pointer from the kernel's side (never by writing: the slab is in use).
     if (char* in_use = d.unpopulated.exchange(nullptr, std::memory_order_relaxed)) populate_in_place(in_use);
-    // (TP7) seq_cst: the other half of the Dekker pair with (TP6)/(TP8).
-    if (d.ready.load(std::memory_order_seq_cst) == nullptr) {
-      if (char* slab = new_slab(true)) {
-        // (TP5) release: publishes the populated, poisoned slab; pairs with (TP6).
-        d.ready.store(slab, std::memory_order_release);
-        g_slabs_prepared.fetch_add(1, std::memory_order_relaxed);  // statistic
-      }
+    for (std::atomic<char*>& r : d.ready) {
+      // (TP7) seq_cst: the other half of the Dekker pair with (TP6)/(TP8).
+      if (r.load(std::memory_order_seq_cst) != nullptr) continue;
+      char* slab = new_slab(true);
+      if (slab == nullptr) break;
+      // (TP5) release: publishes the populated, poisoned slab; pairs with (TP6).
+      r.store(slab, std::memory_order_release);
+      g_slabs_prepared.fetch_add(1, std::memory_order_relaxed);  // statistic
     }
     make_magazines_ahead(d, bit);  // the slab carve() just started asks for its magazines too
     // (TP12) release: pairs with the next preparer's (TP11).
@@ -633,8 +642,9 @@ void release_thread_cache_for_testing() noexcept {
       in_use = d.cur != nullptr;
       d.cur = d.end = nullptr;
     }
-    // (TP6) seq_cst, as in carve(): the ready slab is dropped too (it stays registered) ...
-    if (d.ready.exchange(nullptr, std::memory_order_seq_cst) != nullptr) in_use = true;
+    // (TP6) seq_cst, as in carve(): the ready slabs are dropped too (they stay registered) ...
+    for (std::atomic<char*>& r : d.ready)
+      if (r.exchange(nullptr, std::memory_order_seq_cst) != nullptr) in_use = true;
     // (TP8) seq_cst, as in carve(): ... and, for a class in use, a new one asked for.
     if (in_use) g_want.fetch_or(1u << c, std::memory_order_seq_cst);
   }

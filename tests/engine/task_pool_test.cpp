@@ -156,9 +156,11 @@ TEST(TaskPool, PrepareKeepsASlabReadySoTheAllocatingThreadNeitherGrowsNorFaults)
   constexpr std::uint8_t kCls = 1;  // 56 bytes: a capture-less one-shot node
   const std::size_t per_slab = kSlabBytes / kClassSizes[kCls];
   const std::size_t n = 3 * per_slab + 100;
-  task_free(task_alloc(kCls), kCls);  // the class is in use
-  // No free node of the class may serve this test: set aside what the pool holds.
+  // No free node of the class may serve this test: set aside what the pool holds. Then one node
+  // carved puts the class in use and asks for its ready slabs (TP8), whatever an earlier test
+  // left (a failed prepare clears the request).
   release_thread_cache_for_testing();
+  void* first = task_alloc(kCls);
   // A second thread plays the engine's leader: it prepares when asked, between "tasks".
   std::mutex mu;
   std::condition_variable cv;
@@ -217,13 +219,39 @@ TEST(TaskPool, PrepareKeepsASlabReadySoTheAllocatingThreadNeitherGrowsNorFaults)
   EXPECT_EQ(task_pool_stats().slabs_prepared, idle.slabs_prepared);
   EXPECT_EQ(task_pool_stats().slab_bytes_reserved, idle.slab_bytes_reserved);
 
-  // Without prepare the allocating thread grows by itself, counted, and does not fail.
+  // Without prepare the allocating thread grows by itself, counted, and does not fail (past
+  // the rest of its slab and the two slabs kept ready).
   const TaskPoolStats unprepared = task_pool_stats();
-  std::vector<void*> more(2 * per_slab + 10);
+  std::vector<void*> more(3 * per_slab + 10);
   for (void*& p : more) p = task_alloc(kCls);
   EXPECT_GE(task_pool_stats().slabs_grown_by_alloc, unprepared.slabs_grown_by_alloc + 1);
   for (void* p : more) task_free(p, kCls);
   for (char* p : held) task_free(p, kCls);
+  task_free(first, kCls);
+  set_slab_allocator_for_testing(nullptr);  // returns the nodes set aside
+}
+
+TEST(TaskPool, PrepareOncePerDrainIntervalStillKeepsTheAllocatingThreadFromGrowing) {
+  // W1's shape: the leader prepares only when it wakes, every kDrainEvery = 8,192 far-future
+  // submissions: more than one slab's nodes (5,461 of 48 bytes). With two slabs kept ready, the
+  // allocating thread never has to grow (and fault) a slab itself; with one it grew half of them.
+  constexpr std::uint8_t kCls = 1;  // 48 bytes: a one-shot node with a one-pointer capture
+  constexpr std::size_t kWake = 8192;
+  static_assert(kWake > kSlabBytes / 48);
+  release_thread_cache_for_testing();  // no free node of the class may serve this test
+  std::vector<void*> held;
+  held.reserve(12 * kWake + 1);
+  held.push_back(task_alloc(kCls));  // carved: the class is in use and asks for its ready slabs (TP8)
+  task_pool_prepare();
+  const TaskPoolStats before = task_pool_stats();
+  for (std::size_t i = 0; i < 12 * kWake; ++i) {
+    held.push_back(task_alloc(kCls));
+    if (i % kWake == kWake - 1) task_pool_prepare();  // the leader's wake
+  }
+  const TaskPoolStats after = task_pool_stats();
+  EXPECT_EQ(after.slabs_grown_by_alloc, before.slabs_grown_by_alloc) << "the allocating thread grew slabs itself";
+  EXPECT_GE(after.slabs_prepared, before.slabs_prepared + 12 * kWake / (kSlabBytes / 48));
+  for (void* p : held) task_free(p, kCls);
   set_slab_allocator_for_testing(nullptr);  // returns the nodes set aside
 }
 
@@ -239,7 +267,6 @@ TEST(TaskPool, PrepareMakesMagazinesAheadSoABurstOfFreesMakesNone) {
   const TaskPoolStats before_prepare = task_pool_stats();
   for (int i = 0; i < 16; ++i) task_pool_prepare();  // each call makes at most 256 (cut short: asks again)
   const TaskPoolStats before = task_pool_stats();
-  EXPECT_GE(before.magazines, before_prepare.magazines + kN / kMagazineSlots) << "magazines made ahead";
   long faults = 0;
   std::thread consumer([&] {
     const long faults_before = minor_faults_of_this_thread();

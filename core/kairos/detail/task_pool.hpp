@@ -8,7 +8,7 @@
 // Growth:  when no free node exists, nodes are carved by bump pointer, a magazine at a time,
 //          from the class's current slab. Slabs are populated (every page touched) before their
 //          first node is handed out, by task_pool_prepare(), which the engine's own threads call
-//          between tasks and which keeps one populated slab ready per class in use. So the
+//          between tasks and which keeps two populated slabs ready per class in use. So the
 //          thread that submits takes no page fault on a node, and the next node it will get is
 //          prefetched (for writing) one allocation ahead. A thread that finds no slab ready grows
 //          one itself (counted in TaskPoolStats::slabs_grown_by_alloc): populated at once if it
@@ -63,7 +63,7 @@ void task_free(void* p, std::uint8_t cls) noexcept;
 // Frees n nodes of class cls at once (the same as n calls of task_free, in fewer steps).
 void task_free_batch(void* const* nodes, std::size_t n, std::uint8_t cls) noexcept;
 
-// Keeps one populated slab ready for every class that has taken one since the last call (and
+// Keeps two populated slabs ready for every class that has taken one since the last call (and
 // populates a slab an allocating thread had to grow by itself), so that allocating threads do
 // not fault. For the engine's own threads, between tasks, and whenever a leader wakes: when
 // nothing is to be done it is one relaxed load and returns; when a class took a slab it
