@@ -98,8 +98,8 @@ constexpr std::size_t kPageBytes = 4096;
 constexpr std::size_t kMagazinesPerPrepare = 256;  // make_magazines_ahead, per call (~135 KB)
 // Populated slabs kept ready per class in use. Two: a leader that prepares only when it wakes (W1:
 // every kDrainEvery = 8,192 far-future submissions) must hand out more than one slab's nodes per
-// wake (5,400 of 48 bytes), or the submitting thread grows half its slabs itself, faulting their
-// pages one at a time (75 of 150 slabs in a fresh million-timer run with one).
+// wake (5,460 of 48 bytes), or the submitting thread grows half its slabs itself, faulting their
+// pages one at a time (57-76 of ~150 slabs in a fresh million-timer run with one, 15-24 with two).
 constexpr std::size_t kReadySlabs = 2;
 constexpr std::size_t kSlabHeaderBytes = 64;  // SlabHeader, padded: nodes start on a cache line
 static_assert(kClassCount <= 32, "g_want has one bit per class");
@@ -289,7 +289,7 @@ Magazine* empty_magazine(Depot& d) noexcept {
 // magazine per 64 nodes; ~1,600 of them for W7). Each is value-initialised: its pages are
 // touched here. At most kMagazinesPerPrepare a call, so that a call stays as short as a slab's
 // populating (the thread that carves waits for the next slab meanwhile); one cut short asks for
-// the next call (TP8's bit again). Counts are hints (TP18): a few more magazines than needed,
+// the next call (TP19: the class's bit again). Counts are hints (TP18): a few more magazines than needed,
 // when a freeing thread makes one meanwhile, is the whole error.
 void make_magazines_ahead(Depot& d, std::uint32_t bit) noexcept {
   // (TP18) relaxed loads of hints: pairs with (TP17) and the freeing threads' counts.
