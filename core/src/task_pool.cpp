@@ -272,14 +272,19 @@ void carve(std::uint8_t cls, Magazine& m) {
 
 // ---- magazines --------------------------------------------------------------------------------
 
-Magazine* empty_magazine(Depot& d) noexcept {
-  if (Magazine* m = d.empty.pop()) return m;
-  auto* m = new (std::nothrow) Magazine;
+// A new empty magazine, value-initialised (its pages touched), counted; nullptr without memory.
+Magazine* new_magazine(Depot& d) noexcept {
+  auto* m = new (std::nothrow) Magazine{};
   if (m != nullptr) {
     d.magazines_made.fetch_add(1, std::memory_order_relaxed);  // (TP18) a hint for the preparer
     g_magazines.fetch_add(1, std::memory_order_relaxed);       // statistic
   }
   return m;
+}
+
+Magazine* empty_magazine(Depot& d) noexcept {
+  if (Magazine* m = d.empty.pop()) return m;
+  return new_magazine(d);
 }
 
 // Empty magazines made ahead, by the preparer (task_pool_prepare, off the hot paths): enough for
@@ -300,11 +305,9 @@ void make_magazines_ahead(Depot& d, std::uint32_t bit) noexcept {
       g_want.fetch_or(bit, std::memory_order_relaxed);  // (TP19) the next call goes on
       return;
     }
-    auto* m = new (std::nothrow) Magazine{};
+    Magazine* m = new_magazine(d);
     if (m == nullptr) return;  // made on demand later, as before
-    d.magazines_made.fetch_add(1, std::memory_order_relaxed);  // (TP18)
-    g_magazines.fetch_add(1, std::memory_order_relaxed);       // statistic
-    d.empty.push(m);                                           // (TP2)
+    d.empty.push(m);           // (TP2)
   }
 }
 

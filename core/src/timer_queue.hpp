@@ -70,12 +70,9 @@ class TimerQueue {
   }
 
   TaskBase* pop() noexcept {
-    if (first_ != kNoRun && (heap_.empty() || filed_before(runs_[first_].front(), heap_.top()))) {
-      TaskBase* t = runs_[first_].pop_front();
-      front_popped();
-      return t;
-    }
-    return heap_.pop();
+    TaskBase* t = top();
+    pop_top(t);
+    return t;
   }
 
   // Takes out t, which is top() (the caller just read it): no comparison of the parts again.
