@@ -101,7 +101,7 @@ class BasicScheduler {
   void execute(F&& f) {
     check_callable(f);
     Deadline d = deadline_after(Duration::zero());
-    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture);
+    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1);
     core_->submit(n, d.ns, d.never);
   }
   template <class F>
@@ -309,10 +309,9 @@ class BasicScheduler {
   template <bool Rearmable = false, class F>
   auto submit_one(F&& f, Deadline deadline) {
     check_callable(f);
-    auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), 0);
+    // Two references: the scheduler's and the future's; published by the inbox enqueue (release).
+    auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), 0, 2);
     using R = detail::call_result_t<std::decay_t<F>>;
-    detail::set_refs_unpublished(n, 2);  // the scheduler's and the future's; published
-                                                  // by the inbox enqueue (release)
     ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);
     return fut;
@@ -326,9 +325,8 @@ class BasicScheduler {
     std::int64_t p = detail::to_ns_saturated(period);
     if (p <= 0) throw std::invalid_argument(std::string("kairos: periodic task needs a ") + what + " > 0");
     Deadline deadline = deadline_after(initial_delay);
-    auto* n = detail::make_node<true>(std::forward<F>(f), flags);
+    auto* n = detail::make_node<true>(std::forward<F>(f), flags, 2);
     n->period = p;
-    detail::set_refs_unpublished(n, 2);
     ScheduledFuture<void> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);
     return fut;

@@ -52,6 +52,7 @@ namespace kairos::detail {
 Engine::Engine(const Options& o, ManualClock* clock) : SchedulerCore(clock), state_(o, clock) {
   shards_.reserve(o.shards);
   for (unsigned i = 0; i < o.shards; ++i) shards_.push_back(std::make_unique<Shard>(state_, i));
+  if (shards_.size() == 1) only_shard_ = shards_.front().get();
 }
 
 Engine::~Engine() {
@@ -121,8 +122,9 @@ void Engine::on_clock_advanced() noexcept {
 // capacity, a racing shutdown, no memory) stay calls: they are noinline.
 [[gnu::flatten]] void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
   t->deadline = deadline;  // not yet published: no other thread can see t
-  unsigned idx = shard_index();
-  Shard& sh = *shards_[idx];
+  Shard* const only = only_shard_;
+  const unsigned idx = only != nullptr ? 0 : shard_index();
+  Shard& sh = only != nullptr ? *only : *shards_[idx];
   t->shard = static_cast<std::uint8_t>(idx);
   // (RS3) acquire: a fast refusal after shutdown; the race is settled by RS2 below.
   if (state_.run_state.load(std::memory_order_acquire) != RunState::kActive) return reject(t, sh, false);

@@ -127,6 +127,9 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   static inline std::atomic<unsigned> g_next_slot{0};
   EngineState state_;
   std::vector<std::unique_ptr<Shard>> shards_;
+  // The one shard of a one-shard engine (the default), else null: submit() tests one word, not
+  // the vector's size (set once, in the constructor, before any thread can submit).
+  Shard* only_shard_ = nullptr;
   std::vector<std::thread> threads_;
   std::atomic<unsigned> live_threads_{0};
   std::atomic<unsigned> live_pollers_{0};  // poll mode: shards whose poller has not retired

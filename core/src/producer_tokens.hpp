@@ -63,9 +63,13 @@ class ProducerTokens {
 
   // The calling thread's token for this queue (made on first use; std::bad_alloc if it cannot).
   moodycamel::ProducerToken& for_this_thread() {
-    // The uid alone names this owner: uids are never reused, and a free entry's is 0.
+    // The uid alone names this owner: uids are never reused, and a free entry's is 0. The first
+    // entry apart: a thread that submits to one scheduler finds it there, before the loop's setup.
+    const std::uint64_t uid = uid_;
+    if (t_cache_.entries[0].uid == uid) [[likely]]
+      return *t_cache_.entries[0].token;
     for (const CacheEntry& e : t_cache_)
-      if (e.uid == uid_) return *e.token;
+      if (e.uid == uid) return *e.token;
     return make_for_this_thread();
   }
 

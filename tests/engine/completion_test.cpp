@@ -35,8 +35,9 @@ struct Capture {
 };
 
 template <bool Periodic>
-auto* node_of(const std::shared_ptr<int>& alive, bool throws = false, std::uint8_t flags = 0) {
-  return make_node<Periodic>(Capture{alive, throws}, flags);
+auto* node_of(const std::shared_ptr<int>& alive, bool throws = false, std::uint8_t flags = 0,
+             std::uint32_t refs = 1) {
+  return make_node<Periodic>(Capture{alive, throws}, flags, refs);
 }
 
 struct Reports {
@@ -62,8 +63,7 @@ TEST(Completion, CompleteWinsFromItsStateOnlyAndDropsALiveCallable) {
 TEST(Completion, AOneShotRunCompletesItsFutureUnlessNobodyHoldsOne) {
   auto alive = std::make_shared<int>(0);
   Reports r;
-  auto* held = node_of<false>(alive);
-  set_refs_unpublished(held, 2);  // the runner's and a future's
+  auto* held = node_of<false>(alive, false, 0, 2);  // the runner's and a future's
   ASSERT_TRUE(transition(held, kPending, kRunning));
   RunResult res = run_once(held, [&] { return invoke(held); }, true, [] { return std::int64_t{0}; }, r.context());
   EXPECT_TRUE(res.ok);
@@ -225,7 +225,7 @@ TEST(CompletionDeathTest, CompletingUnderAKairosLockAborts) {
       {
         Mutex mu;
         Lock lk(mu);
-        auto* t = make_node<false>([] {}, 0);
+        auto* t = make_node<false>([] {}, 0, 1);
         (void)complete(t, kPending, kCancelled);
       },
       "no_kairos_lock_held");

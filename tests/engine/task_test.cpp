@@ -42,8 +42,7 @@ TEST(Task, BaseIs32BytesAndAOneShotTaskOfAtMostOnePointerIsA40ByteNode) {
 
 TEST(Task, ReferencesLiveAboveTheStateAndTransitionsKeepThem) {
   int runs = 0;
-  auto* n = make_node<false>(OnePointer{&runs}, 0);
-  set_refs_unpublished(n, 2);
+  auto* n = make_node<false>(OnePointer{&runs}, 0, 2);  // made with its count: no second store
   EXPECT_EQ(refs_of(n->state.load()), 2u);
   EXPECT_EQ(n->state.load() & kStateMask, kPending);
   ASSERT_TRUE(transition(n, kPending, kRunning));
@@ -67,8 +66,7 @@ TEST(Task, ReferencesLiveAboveTheStateAndTransitionsKeepThem) {
 // kSpilled; the node goes with the last reference, not before (ASan).
 TEST(Task, ReferencesBeyondTheFieldSpillAndComeBack) {
   int runs = 0;
-  auto* n = make_node<false>(OnePointer{&runs}, 0);
-  set_refs_unpublished(n, 1);
+  auto* n = make_node<false>(OnePointer{&runs}, 0, 1);
   const std::uint32_t total = 3 * kSpillAt;  // more than the field holds (2^22 - 1) would be
   for (std::uint32_t i = 1; i < total; ++i) add_ref(n);
   std::uint32_t s = n->state.load();
@@ -91,7 +89,7 @@ TEST(Task, ReferencesBeyondTheFieldSpillAndComeBack) {
 TEST(Task, ConcurrentReferencesAndTransitionsNeitherLoseNorInventAReference) {
   int destroyed = 0;
   for (int round = 0; round < 200; ++round) {
-    auto* n = make_node<false>(NoOp{}, 0);
+    auto* n = make_node<false>(NoOp{}, 0, 1);
     constexpr int kHolders = 4, kEach = 500;
     std::atomic<bool> go{false};
     std::vector<std::thread> th;

@@ -162,6 +162,12 @@ struct TaskBase {
                                  // also one due at a ManualClock's last time point. Same owners
                                  // as deadline (a byte of its own: no other field shares it).
 
+  TaskBase() noexcept = default;
+  // A node made for submission (make_node), its count set before any other thread can see it:
+  // the scheduler's reference and, with a future, the future's. One store at construction, not a
+  // second read-modify-write of the word (the path budget, docs/design.md).
+  explicit TaskBase(std::uint32_t refs) noexcept : state{kPending | refs * kRefOne} {}
+
   bool periodic() const noexcept { return flags & kPeriodic; }
   bool never_due() const noexcept { return never != 0; }
 };
@@ -199,12 +205,6 @@ void refill_references(TaskBase* t) noexcept;
 
 inline void add_ref(TaskBase* t) noexcept {
   if (refs_of(t->state.fetch_add(kRefOne, std::memory_order_relaxed)) + 1 == kSpillAt) spill_references(t);
-}
-// Sets the count of a node no other thread can see yet (submission: the scheduler's and the
-// future's).
-inline void set_refs_unpublished(TaskBase* t, std::uint32_t refs) noexcept {
-  std::uint32_t s = t->state.load(std::memory_order_relaxed);
-  t->state.store((s & (kRefOne - 1)) | refs * kRefOne, std::memory_order_relaxed);
 }
 // True when the caller's reference is the only one. Nobody else can then take one (a new
 // reference is copied from a live one: a handle, a future) or drop one, so the caller may treat
@@ -304,6 +304,7 @@ inline std::exception_ptr& stored_error(TaskBase* t) noexcept {
 
 // ---- typed nodes --------------------------------------------------------------------------
 struct PeriodicBase : TaskBase {
+  using TaskBase::TaskBase;
   std::int64_t period = 0;  // fixed rate: deadline += period; fixed delay: end of run + period
 };
 
@@ -314,6 +315,7 @@ struct PeriodicBase : TaskBase {
 // differs from the latest one, it re-files before it starts the task (never early), and a
 // re-arm to an earlier deadline sends it a request at once (never late).
 struct RearmBase : TaskBase {
+  using TaskBase::TaskBase;
   std::int64_t latest_deadline = 0;
   std::uint32_t latest_seq = 0;
   std::uint8_t latest_never = 0;
@@ -387,12 +389,13 @@ struct TaskStorage {
 
 template <class F, class R, bool Periodic, bool Stoppable, bool Rearmable = false>
 struct Node final : std::conditional_t<Periodic, PeriodicBase, std::conditional_t<Rearmable, RearmBase, TaskBase>> {
+  using Base = std::conditional_t<Periodic, PeriodicBase, std::conditional_t<Rearmable, RearmBase, TaskBase>>;
   using Storage = TaskStorage<F, R, Periodic>;
   [[no_unique_address]] std::conditional_t<Stoppable, std::stop_source, NoStop> stop;
   Storage store;
 
   template <class G>
-  explicit Node(G&& g) : stop(make_stop()) {
+  Node(G&& g, std::uint32_t refs) : Base(refs), stop(make_stop()) {
     ::new (static_cast<void*>(&store.fn())) F(std::forward<G>(g));
     this->life = kCallableLive;
   }
@@ -487,9 +490,10 @@ bool is_empty_callable(const F& f) noexcept {
   else return false;
 }
 
-// Builds the node for F with one reference (the caller adds the handles').
+// Builds the node for F with refs references: the scheduler's, and the future's when the caller
+// returns one (2).
 template <bool Periodic, class F, bool Rearmable = false>
-auto* make_node(F&& f, std::uint8_t flags) {
+auto* make_node(F&& f, std::uint8_t flags, std::uint32_t refs) {
   static_assert(!(Periodic && Rearmable), "kairos: only one-shot tasks are re-armable");
   using Fn = std::decay_t<F>;
   constexpr bool stoppable = kTakesStopToken<Fn>;
@@ -501,7 +505,7 @@ auto* make_node(F&& f, std::uint8_t flags) {
   else mem = TaskPoolClass<cls>::alloc();
   N* n;
   try {
-    n = ::new (mem) N(std::forward<F>(f));
+    n = ::new (mem) N(std::forward<F>(f), refs);
   } catch (...) {
     if (cls == kHeapClass) ::operator delete(mem, std::align_val_t{alignof(N)});
     else task_free(mem, cls);
