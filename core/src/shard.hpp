@@ -68,6 +68,15 @@ inline void wait_unpinned(TaskBase* t) noexcept {
   }
 }
 
+// A cancelled task the caller may free at once, under mu_: the scheduler's reference is the only
+// one (no handle left: nobody can pin, await, wait on or count it any more, so the word s, read
+// with acquire after the last other owner's release (RC2 with RC1), is final), not pinned, no
+// awaiter to resume, and a callable with no destructor and no result (it never ran): its
+// destruction runs no user code, so it needs neither the graveyard nor bury's re-read.
+inline bool freeable_in_place(const TaskBase* t, std::uint32_t s) noexcept {
+  return (s & (kStateMask | kPin | kAwaited)) == kCancelled && only_reference(s) && (t->flags & kTrivialCallable);
+}
+
 class Shard {
  public:
   static constexpr std::uint64_t kDrainEvery = 8192;  // inbox high-water mark (power of two)

@@ -284,13 +284,11 @@ void Shard::take_in(Lock& lk, TaskBase* t) {
   }
   // A one-CAS cancel's leftover, the common end of a timeout (W2): cancelled in the inbox, the
   // scheduler's reference the only one (the handle let go in the cancel's CAS, or was dropped
-  // since), so nobody can pin, await, wait on or count it any more and the word read above is
-  // final (its acquire, TI2, saw the canceller's CAS or the handle's release, RC1); not counted
-  // out by its cancel (no kRemoved); a callable with no destructor, and no result or error (it
-  // never ran): destroying it runs no user code, so it goes here, under mu_, counted out as
-  // drop_cancelled and drop would, without their pin waits, the graveyard and bury's re-read.
-  if ((s & (kStateMask | kPin | kRemoved | kAwaited)) == kCancelled && only_reference(s) &&
-      (t->flags & kTrivialCallable) &&
+  // since), freeable in place (shard.hpp: the word read above is final, its acquire, TI2, saw the
+  // canceller's CAS or the handle's release, RC1), and not counted out by its cancel (no
+  // kRemoved): counted out and freed here, as drop_cancelled and drop would, without their pin
+  // waits and re-reads (the leader's share of a W2 pair).
+  if (freeable_in_place(t, s) && !(s & kRemoved) &&
       (engine_.state() != RunState::kActive || engine_.remove_on_cancel.load(std::memory_order_acquire))) {  // (PO2)
     count_departed(1);
     bump(cancelled_);

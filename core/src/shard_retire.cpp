@@ -31,12 +31,17 @@ namespace kairos::detail {
 
 // ---- drop ---------------------------------------------------------------------------------------
 // A task that leaves without running: counted as cancelled unless cancel() counted it already;
-// its references and callable are released after mu_.
+// its references and callable are released after mu_, or at once when that runs no user code
+// (freeable_in_place, shard.hpp: a cancelled task whose last reference is ours).
 void Shard::drop(Lock& lk, TaskBase* t, bool drop_callable) {
   KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
   wait_unpinned(t);  // (CN3)
-  std::uint32_t s = t->state.load(std::memory_order_acquire);
+  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (RC2) when the count is 1
   if ((s & kStateMask) == kCancelled && !(s & kRemoved)) bump(cancelled_);
+  if (freeable_in_place(t, s)) {  // nothing of it is user code: freed here, not after mu_
+    t->ops->destroy(t);
+    return;
+  }
   bury_later(t, drop_callable);
 }
 
