@@ -72,9 +72,11 @@ inline void wait_unpinned(TaskBase* t) noexcept {
 // one (no handle left: nobody can pin, await, wait on or count it any more, so the word s, read
 // with acquire after the last other owner's release (RC2 with RC1), is final), not pinned, no
 // awaiter to resume, and a callable with no destructor and no result (it never ran): its
-// destruction runs no user code, so it needs neither the graveyard nor bury's re-read.
-inline bool freeable_in_place(const TaskBase* t, std::uint32_t s) noexcept {
-  return (s & (kStateMask | kPin | kAwaited)) == kCancelled && only_reference(s) && (t->flags & kTrivialCallable);
+// destruction runs no user code, so it needs neither the graveyard nor bury's re-read. `clear`:
+// more flags the caller needs clear, tested in the same mask (take_in's kRemoved).
+inline bool freeable_in_place(const TaskBase* t, std::uint32_t s, std::uint32_t clear = 0) noexcept {
+  return (s & (kStateMask | kPin | kAwaited | clear)) == kCancelled && only_reference(s) &&
+         (t->flags & kTrivialCallable);
 }
 
 class Shard {

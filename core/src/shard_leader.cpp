@@ -288,7 +288,7 @@ void Shard::take_in(Lock& lk, TaskBase* t) {
   // canceller's CAS or the handle's release, RC1), and not counted out by its cancel (no
   // kRemoved): counted out and freed here, as drop_cancelled and drop would, without their pin
   // waits and re-reads (the leader's share of a W2 pair).
-  if (freeable_in_place(t, s) && !(s & kRemoved) &&
+  if (freeable_in_place(t, s, kRemoved) &&
       (engine_.state() != RunState::kActive || engine_.remove_on_cancel.load(std::memory_order_acquire))) {  // (PO2)
     count_departed(1);
     bump(cancelled_);

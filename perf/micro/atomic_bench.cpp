@@ -6,6 +6,13 @@
 //   Atomic_FetchAddWithReader   the same while a second thread keeps loading that line (seq_cst),
 //                               as a leader polls next_seq and removes_requested
 //   Atomic_FetchAddPingPong     both threads fetch_add the same line
+//   Atomic_SubmitFloor          one clock_gettime(CLOCK_MONOTONIC), a seq_cst fetch_add and a
+//                               compare_exchange on lines only this thread touches: the floor under
+//                               a submission whose handle is dropped (its clock read, IN1 and RC1),
+//                               with no instruction of kairos's own; W1's aim (4x naive-stpe) is
+//                               set against it in PERF.md
+#include <time.h>
+
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -53,5 +60,20 @@ BENCHMARK(Atomic_FetchAddWithReader)->UseRealTime();
 
 void Atomic_FetchAddPingPong(benchmark::State& state) { with_second_thread(state, true); }
 BENCHMARK(Atomic_FetchAddPingPong)->UseRealTime();
+
+void Atomic_SubmitFloor(benchmark::State& state) {
+  PaddedCounter seq;
+  PaddedCounter word;
+  for (auto _ : state) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    benchmark::DoNotOptimize(ts);
+    benchmark::DoNotOptimize(seq.value.fetch_add(1, std::memory_order_seq_cst));
+    std::uint64_t w = word.value.load(std::memory_order_relaxed);
+    benchmark::DoNotOptimize(word.value.compare_exchange_strong(w, w + 1, std::memory_order_acq_rel));
+  }
+  report_per_op(state, 1);
+}
+BENCHMARK(Atomic_SubmitFloor);
 
 }  // namespace
