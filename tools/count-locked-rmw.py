@@ -6,7 +6,7 @@ counted exactly (callgrind), for issue 29's path budget.
                               [--max-scheduler-instructions Z]
 
 runs `kairos_submit_driver N MODE` and `kairos_submit_driver N/2 MODE` (MODE: cancel, the W2
-pair at lag 0 (default); "" (W1: schedule); execute; schedule0; burst) under
+pair at lag 0 (default); "" (W1: schedule); execute_after (W1 with no future); execute; schedule0; burst) under
 `valgrind --tool=callgrind --dump-instr=yes --separate-threads=yes`, and for each thread prints
 the difference of the two runs divided by N/2: instructions (Ir) and executed `lock`-prefixed
 instructions (and `xchg` with memory, which locks implicitly) per operation. Thread 1 is the
@@ -14,7 +14,7 @@ caller (the producer); the others are the scheduler's. The lock-prefixed instruc
 by disassembling the driver (objdump; libkairos is linked statically into it), so a locked RMW
 in a shared library (libstdc++, libc) is not counted: kairos makes none there on these paths.
 
-With --steady (MODE schedule, cancel or cancel1024) the driver runs its loop in chunks of 16,384
+With --steady (MODE schedule, execute_after, cancel or cancel1024) the driver runs its loop in chunks of 16,384
 with a pause between them, outside the counted loop, in which the scheduler's thread recycles
 what the chunk freed. Without it, valgrind's one thread at a time rarely lets that thread run
 during the loop, so the caller carves new nodes and inbox blocks all along (about 10

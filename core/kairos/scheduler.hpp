@@ -99,10 +99,21 @@ class BasicScheduler {
   // Zero-delay schedule whose exception (nobody can get() it) goes to Options::on_uncaught.
   template <class F>
   void execute(F&& f) {
-    check_callable(f);
-    Deadline d = deadline_after(Duration::zero());
-    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1);
-    core_->submit(n, d.ns, d.never);
+    post_one(std::forward<F>(f), deadline_after(Duration::zero()));
+  }
+  // execute() after `delay` / at an absolute deadline: a one-shot task with no future, for a
+  // timer nobody cancels, waits for or awaits (a heartbeat, a deferred flush). Everything else is
+  // schedule()'s (deadline, FIFO among equal deadlines, the shutdown policies, shutdown_now(),
+  // rejection); its exception goes to Options::on_uncaught. With no handle to make and drop it is
+  // one locked instruction cheaper than a schedule() whose future is dropped (the handle's
+  // release, RC1).
+  template <class F, class Rep, class Period>
+  void execute_after(F&& f, std::chrono::duration<Rep, Period> delay) {
+    post_one(std::forward<F>(f), deadline_after(delay));
+  }
+  template <class F>
+  void execute_at(F&& f, time_point deadline) {
+    post_one(std::forward<F>(f), Deadline{detail::to_ns_saturated(deadline.time_since_epoch()), false});
   }
   template <class F>
   auto submit(F&& f) {
@@ -304,6 +315,14 @@ class BasicScheduler {
     // time: due then. The "now" is the clock the leader tests deadlines against.
     const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->now_ns(), d);
     return {deadline.ns, deadline.never};
+  }
+
+  // One reference, the scheduler's: no future (execute, execute_after, execute_at).
+  template <class F>
+  void post_one(F&& f, Deadline deadline) {
+    check_callable(f);
+    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1);
+    core_->submit(n, deadline.ns, deadline.never);
   }
 
   template <bool Rearmable = false, class F>

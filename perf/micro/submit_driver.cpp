@@ -18,7 +18,8 @@
 // the lines the scheduler's thread holds cost the producer (issue 29's transfer cost).
 // With "steady" after schedule, cancel or cancel1024, the loop runs in chunks with pauses between
 // them (below: what valgrind's one thread at a time does to the counts otherwise).
-// Usage: kairos_submit_driver [N [schedule|cancel|cancel1024 [steady]|execute|schedule0|burst]]
+// With "execute_after" the W1 shape with execute_after(f, 1h): no future.
+// Usage: kairos_submit_driver [N [schedule|execute_after|cancel|cancel1024 [steady]|execute|schedule0|burst]]
 //        (default N = 100000, schedule)
 #include <algorithm>
 #include <chrono>
@@ -45,6 +46,11 @@ struct NoOp {
 // Out of line and never inlined: callgrind's --toggle-collect names them.
 [[gnu::noinline]] void submit_loop(kairos::Scheduler& sched, long n) {
   for (long i = 0; i < n; ++i) sched.schedule(NoOp{}, 1h);
+}
+
+// execute_after: the same W1 shape with no future (one locked RMW fewer: no handle to drop).
+[[gnu::noinline]] void post_loop(kairos::Scheduler& sched, long n) {
+  for (long i = 0; i < n; ++i) sched.execute_after(NoOp{}, 1h);
 }
 
 [[gnu::noinline]] long cancel_loop(kairos::Scheduler& sched, long n) {
@@ -89,10 +95,11 @@ int main(int argc, char** argv) {
   bool schedule0 = std::strcmp(mode, "schedule0") == 0;
   bool burst = std::strcmp(mode, "burst") == 0;
   bool steady = argc > 3 && std::strcmp(argv[3], "steady") == 0;
-  bool plain = std::strcmp(mode, "") == 0 || std::strcmp(mode, "schedule") == 0;
+  bool post = std::strcmp(mode, "execute_after") == 0;
+  bool plain = post || std::strcmp(mode, "") == 0 || std::strcmp(mode, "schedule") == 0;
   if (n <= 0 || (argc > 2 && !plain && !cancel && !execute && !schedule0 && !burst) ||
       (argc > 3 && (!steady || execute || schedule0 || burst))) {
-    std::fprintf(stderr, "usage: %s [N > 0 [schedule|cancel|cancel1024 [steady]|execute|schedule0|burst]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [N > 0 [schedule|execute_after|cancel|cancel1024 [steady]|execute|schedule0|burst]]\n", argv[0]);
     return 2;
   }
   kairos::Options options;
@@ -133,12 +140,13 @@ int main(int argc, char** argv) {
     const long m = std::min(chunk, n - first);
     if (lag) cancelled += cancel_lag_loop(sched, window, first, m);
     else if (cancel) cancelled += cancel_loop(sched, m);
+    else if (post) post_loop(sched, m);
     else submit_loop(sched, m);
   }
   for (auto& f : window) cancelled += f.cancel();
   expected = n - cancelled;
   const double wall = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
-  std::printf("%s: caller CPU %.1f ns/op, wall %.1f ns/op\n", cancel ? "schedule+cancel" : "schedule",
+  std::printf("%s: caller CPU %.1f ns/op, wall %.1f ns/op\n", cancel ? "schedule+cancel" : post ? "execute_after" : "schedule",
               (thread_cpu_ns() - cpu0) / static_cast<double>(n), wall / static_cast<double>(n));
   std::size_t pending = sched.queue_size();
   std::size_t taken = sched.shutdown_now().size();  // the Tasks drop here: futures cancelled

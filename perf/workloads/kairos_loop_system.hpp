@@ -83,6 +83,11 @@ class KairosLoopSystem {
   void execute(F&& f) {
     sched_.execute(std::forward<F>(f));
   }
+  // W1 --w1-post: a delayed task with no handle (execute_after).
+  template <class F>
+  void post(F&& f, std::int64_t delay_ns) {
+    sched_.execute_after(std::forward<F>(f), std::chrono::nanoseconds(delay_ns));
+  }
   static bool cancel(Handle& h) { return h.cancel(); }
   std::size_t queue_size() { return sched_.queue_size(); }
   // Applied once the loop has polled after the call: kicked, then waited for (wait_idle off the

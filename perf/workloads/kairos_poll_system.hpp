@@ -51,6 +51,12 @@ class KairosPollSystem {
     tick();
     sched_.execute(std::forward<F>(f));
   }
+  // W1 --w1-post: a delayed task with no handle (execute_after).
+  template <class F>
+  void post(F&& f, std::int64_t delay_ns) {
+    tick();
+    sched_.execute_after(std::forward<F>(f), std::chrono::nanoseconds(delay_ns));
+  }
   static bool cancel(Handle& h) { return h.cancel(); }  // counted by the next schedule's tick
   std::size_t queue_size() { return sched_.queue_size(); }
   bool drain(std::chrono::nanoseconds timeout) { return sched_.wait_idle(timeout); }

@@ -52,6 +52,11 @@ class KairosSystem {
   void execute(F&& f) {
     sched_.execute(std::forward<F>(f));
   }
+  // W1 --w1-post: a delayed task with no handle (execute_after).
+  template <class F>
+  void post(F&& f, std::int64_t delay_ns) {
+    sched_.execute_after(std::forward<F>(f), std::chrono::nanoseconds(delay_ns));
+  }
   template <class F>
   Handle submit(F&& f) {
     return sched_.submit(std::forward<F>(f));

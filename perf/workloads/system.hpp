@@ -12,6 +12,8 @@
 //     template <class F> Handle schedule_at_fixed_rate(F&& f, std::int64_t initial_delay_ns,
 //                                                      std::int64_t period_ns);
 //     template <class F> void execute(F&& f);   // as soon as possible, no handle
+//     template <class F> void post(F&& f, std::int64_t delay_ns);  // optional: a delayed task with
+//                                               // no handle (W1 --w1-post); without it, schedule
 //     static bool cancel(Handle&);              // true iff it was still pending
 //     std::size_t queue_size();                 // pending timers (racy while producers run)
 //     bool drain(std::chrono::nanoseconds);     // every submission and cancel that returned

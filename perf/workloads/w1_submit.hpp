@@ -24,6 +24,12 @@ struct W1Params {
   std::size_t calls_per_producer = 1'000'000;
   std::int64_t delay_ns = 3'600'000'000'000;  // 1 h
   std::size_t sample_every = 64;
+  // The call: schedule(f, delay) with its handle dropped (the default, the workload's own), or,
+  // with post, the system's delayed call with no handle where it has one (kairos: execute_after;
+  // a system without one, naive-stpe and Java's class among them, still calls schedule: what its
+  // users do for a timer they never cancel). Recorded: the parameter "post" (asked) and the figure
+  // "used_post" (1 where the system made the call with no handle).
+  bool post = false;
 };
 
 // Median cost of one steady_clock read, from back-to-back pairs.
@@ -44,6 +50,19 @@ RunResult run_w1(System& sys, const SystemConfig& cfg, const W1Params& p) {
   r.param("calls_per_producer", static_cast<std::int64_t>(p.calls_per_producer));
   r.param("delay_ns", p.delay_ns);
   r.param("sample_every", static_cast<std::int64_t>(p.sample_every));
+  constexpr bool kHasPost = requires(System& s) { s.post([] {}, std::int64_t{0}); };
+  const bool post = p.post && kHasPost;
+  r.param("post", static_cast<std::int64_t>(p.post));  // asked: the same for every system of a table
+  r.figure("used_post", static_cast<std::int64_t>(post));  // done: 0 where the system has no post
+  auto submit_one = [&](auto&& body) {
+    if constexpr (kHasPost) {
+      if (post) {
+        sys.post(body, p.delay_ns);
+        return;
+      }
+    }
+    sys.schedule(body, p.delay_ns);
+  };
 
   StartSlots sink(1024);  // the bodies would write here; they never run
   std::vector<std::vector<std::int64_t>> samples(p.producers);
@@ -69,10 +88,10 @@ RunResult run_w1(System& sys, const SystemConfig& cfg, const W1Params& p) {
         auto body = [slot] { slot->store(now_ns(), std::memory_order_release); };
         if (sampled(i)) {
           std::int64_t a = now_ns();
-          sys.schedule(body, p.delay_ns);
+          submit_one(body);
           mine.push_back(now_ns() - a);
         } else {
-          sys.schedule(body, p.delay_ns);
+          submit_one(body);
         }
       }
       ends[k] = now_ns();

@@ -9,6 +9,7 @@
 #include <latch>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -301,6 +302,99 @@ TEST(Execute, RunsWithoutTimeMoving) {
   EXPECT_FALSE(f.is_periodic());
   EXPECT_LE(f.delay(), Duration::zero());
   EXPECT_EQ(s.clock.now(), ManualClock::time_point{});
+}
+
+// ---- execute_after / execute_at: a one-shot task with no future ------------------------
+
+// Never early, exactly at its deadline, after a delay or at an absolute time point.
+TEST(ExecuteAfter, NeverStartsBeforeItsDeadline) {
+  std::atomic<std::int64_t> a_start{-1}, b_start{-1};
+  Manual s;
+  s.execute_after([&] { a_start = kairos_test::ns(s.clock.now()); }, 10ms);
+  s.execute_at([&] { b_start = kairos_test::ns(s.clock.now()); }, ManualClock::time_point(25ms));
+  s.step(10ms - 1ns);
+  EXPECT_EQ(a_start, -1);
+  s.step(1ns);
+  EXPECT_EQ(a_start, std::chrono::nanoseconds(10ms).count());
+  s.step(15ms - 1ns);
+  EXPECT_EQ(b_start, -1);
+  s.step(1ns);
+  EXPECT_EQ(b_start, std::chrono::nanoseconds(25ms).count());
+}
+
+// At one deadline, execute_at and schedule_at tasks run in submission order (one sequence).
+TEST(ExecuteAfter, SharesFifoOrderWithScheduleAtOneDeadline) {
+  Recorder order;
+  Manual s;
+  const ManualClock::time_point at(5ms);
+  for (int i = 0; i < 6; ++i) {
+    if (i % 2 == 0) s.execute_at([&, i] { order.add(i); }, at);
+    else (void)s.schedule_at([&, i] { order.add(i); }, at);
+  }
+  s.step(5ms);
+  EXPECT_EQ(order.ids(), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+}
+
+// Its exception goes to on_uncaught (nobody can get() it), as execute()'s does.
+TEST(ExecuteAfter, ExceptionReachesOnUncaught) {
+  std::atomic<int> uncaught{0};
+  kairos::Options o = single_thread();
+  o.on_uncaught = [&](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::runtime_error& r) {
+      if (std::string(r.what()) == "late boom") ++uncaught;
+    }
+  };
+  Manual s(o);
+  s.execute_after([] { throw std::runtime_error("late boom"); }, 1ms);
+  s.step(1ms);
+  EXPECT_EQ(uncaught, 1);
+}
+
+// Bad input: a null callable is refused at the call, and nothing is queued.
+TEST(ExecuteAfter, RefusesAnEmptyCallable) {
+  Manual s;
+  std::function<void()> empty;
+  EXPECT_THROW(s.execute_after(empty, 1ms), std::invalid_argument);
+  EXPECT_THROW(s.execute_at(empty, ManualClock::time_point(1ms)), std::invalid_argument);
+  EXPECT_EQ(s.queue_size(), 0u);
+}
+
+// A delayed task under the shutdown policies and shutdown_now(), as schedule()'s: dropped at
+// shutdown() when delayed tasks are not to run, else run at its deadline; returned (not run) by
+// shutdown_now(); refused (RejectedExecution) after shutdown.
+TEST(ExecuteAfter, FollowsTheShutdownPoliciesAndShutdownNow) {
+  {
+    std::atomic<int> runs{0};
+    kairos::Options o = single_thread();
+    o.execute_existing_delayed_tasks_after_shutdown = false;
+    Manual s(o);
+    s.execute_after([&] { ++runs; }, 1ms);
+    s.shutdown();
+    EXPECT_EQ(s.queue_size(), 0u);
+    s.step(2ms);
+    EXPECT_EQ(runs, 0);
+    EXPECT_THROW(s.execute_after([] {}, 1ms), kairos::RejectedExecution);
+  }
+  {
+    std::atomic<int> runs{0};
+    Manual s;
+    s.execute_after([&] { ++runs; }, 1ms);
+    s.shutdown();
+    s.step(1ms);
+    EXPECT_EQ(runs, 1);
+  }
+  {
+    std::atomic<int> runs{0};
+    Manual s;
+    s.execute_after([&] { ++runs; }, 1h);
+    std::vector<kairos::Task> left = s.shutdown_now();
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(runs, 0);
+    left[0].run();
+    EXPECT_EQ(runs, 1);
+  }
 }
 
 TEST(Submit, ReturnsTheResultOnTheSteadyClock) {

@@ -177,6 +177,7 @@ struct Cli {
   std::size_t w1_calls = 0, w2_iterations = 0, w3_count = 0, w6_tasks = 0, w7_tasks = 0, w9_count = 0;
   double w8_seconds = 0;
   bool w8_no_rearm = false;
+  bool w1_post = false;   // W1: the system's delayed call with no handle (kairos: execute_after)
   bool w8_lazy = false;
   double w4_seconds = 0;
   std::vector<std::size_t> w5_timers;
@@ -267,6 +268,7 @@ WorkloadSizes sizes_from(const Cli& cli) {
   if (cli.w7_tasks) z.w7.tasks = cli.w7_tasks;
   if (cli.w9_count) z.w9.count = cli.w9_count;
   z.w8_rearm = !cli.w8_no_rearm;
+  z.w1.post = cli.w1_post;
   z.w8_lazy = cli.w8_lazy;
   if (cli.w8_seconds > 0) z.w8.duration_ns = static_cast<std::int64_t>(cli.w8_seconds * 1e9);
   return z;
@@ -423,6 +425,7 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
   std::snprintf(w8s, sizeof w8s, "%.9g", static_cast<double>(z.w8.duration_ns) * 1e-9);
   a.insert(a.end(), {"--w8-seconds", w8s});
   if (!z.w8_rearm) a.push_back("--w8-no-rearm");
+  if (z.w1.post) a.push_back("--w1-post");
   a.insert(a.end(), {"--w9-count", str(z.w9.count)});
   return a;
 }
@@ -535,6 +538,9 @@ void add_options(CLI::App& app, Cli& cli) {
   app.add_option("--w7-tasks", cli.w7_tasks, "W7 tasks (default 100,000)")->check(kPositive);
   app.add_option("--w8-seconds", cli.w8_seconds, "W8 duration (default 10)")->check(kPositive);
   app.add_option("--w9-count", cli.w9_count, "W9 timeouts submitted (default 5,000)")->check(kPositive);
+  app.add_flag("--w1-post", cli.w1_post,
+               "W1 with the system's delayed call that returns no handle where it has one (kairos: execute_after); "
+               "a system without one (naive-stpe, Java's class) still calls schedule, as its users would");
   app.add_flag("--w8-no-rearm", cli.w8_no_rearm, "W8 on kairos with cancel + schedule instead of rearm (the peers' way)");
   app.add_flag("--w8-lazy", cli.w8_lazy,
                "W8 on the Java peers the way Netty's IdleStateHandler does it: a message stores its time, "
