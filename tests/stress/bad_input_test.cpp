@@ -87,6 +87,9 @@ TEST(BadInput, EmptyCallableThrowsInvalidArgument) {
   EXPECT_THROW(s.schedule_with_fixed_delay(null_fn, 0ms, 1ms), std::invalid_argument);
   EXPECT_THROW(s.execute(empty), std::invalid_argument);
   EXPECT_THROW(s.execute(null_fn), std::invalid_argument);
+  EXPECT_THROW(s.execute_after(empty, 1ms), std::invalid_argument);
+  EXPECT_THROW(s.execute_after(null_fn, 1ms), std::invalid_argument);
+  EXPECT_THROW(s.execute_at(empty, kairos::SteadyClock::now()), std::invalid_argument);
   EXPECT_THROW(s.submit(empty_int), std::invalid_argument);
   EXPECT_THROW(s.submit(null_int_fn), std::invalid_argument);
   EXPECT_TRUE(s.wait_idle(kPatience));
@@ -238,6 +241,8 @@ void expect_rejected_after(kairos::Rejection policy, bool now) {
       EXPECT_THROW(s.schedule_at(c(), kairos::SteadyClock::now()), kairos::RejectedExecution);
       EXPECT_THROW(s.submit(c()), kairos::RejectedExecution);
       EXPECT_THROW(s.execute(c()), kairos::RejectedExecution);
+      EXPECT_THROW(s.execute_after(c(), 1ms), kairos::RejectedExecution);
+      EXPECT_THROW(s.execute_at(c(), kairos::SteadyClock::now()), kairos::RejectedExecution);
       EXPECT_THROW(s.schedule_at_fixed_rate(c(), 0ms, 1ms), kairos::RejectedExecution);
       EXPECT_THROW(s.schedule_with_fixed_delay(c(), 0ms, 1ms), kairos::RejectedExecution);
     } else {
@@ -248,6 +253,8 @@ void expect_rejected_after(kairos::Rejection policy, bool now) {
       f.push_back(s.schedule_at_fixed_rate(c(), 0ms, 1ms));
       f.push_back(s.schedule_with_fixed_delay(c(), 0ms, 1ms));
       EXPECT_NO_THROW(s.execute(c()));
+      EXPECT_NO_THROW(s.execute_after(c(), 1ms));
+      EXPECT_NO_THROW(s.execute_at(c(), kairos::SteadyClock::now()));
       for (auto& x : f) {
         EXPECT_TRUE(x.is_cancelled()) << "discarded: the future completes as cancelled at once";
         EXPECT_THROW(x.get(), kairos::CancelledError);
