@@ -70,8 +70,7 @@ class BasicScheduler {
   // One-shot task at an absolute deadline on this scheduler's clock (a past one runs at once).
   template <class F>
   auto schedule_at(F&& f, time_point deadline) {
-    std::int64_t d = detail::to_ns_saturated(deadline.time_since_epoch());
-    return submit_one(std::forward<F>(f), Deadline{d, false});
+    return submit_one(std::forward<F>(f), deadline_at(deadline));
   }
   // A one-shot task whose deadline its future's rearm() can move (idle and heartbeat timeouts,
   // order timeouts that get extended): 16 bytes more than schedule()'s node; rearm() costs a
@@ -82,7 +81,7 @@ class BasicScheduler {
   }
   template <class F>
   auto schedule_rearmable_at(F&& f, time_point deadline) {
-    return submit_one<true>(std::forward<F>(f), Deadline{detail::to_ns_saturated(deadline.time_since_epoch()), false});
+    return submit_one<true>(std::forward<F>(f), deadline_at(deadline));
   }
   // Run n is due at first + n * period; late runs start at once, one after another (catch-up).
   template <class F, class R1, class P1, class R2, class P2>
@@ -113,7 +112,7 @@ class BasicScheduler {
   }
   template <class F>
   void execute_at(F&& f, time_point deadline) {
-    post_one(std::forward<F>(f), Deadline{detail::to_ns_saturated(deadline.time_since_epoch()), false});
+    post_one(std::forward<F>(f), deadline_at(deadline));
   }
   template <class F>
   auto submit(F&& f) {
@@ -315,6 +314,10 @@ class BasicScheduler {
     // time: due then. The "now" is the clock the leader tests deadlines against.
     const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->now_ns(), d);
     return {deadline.ns, deadline.never};
+  }
+  // An absolute deadline on this scheduler's clock: its time point, saturated (never `never`).
+  static Deadline deadline_at(time_point t) noexcept {
+    return {detail::to_ns_saturated(t.time_since_epoch()), false};
   }
 
   // One reference, the scheduler's: no future (execute, execute_after, execute_at).

@@ -122,9 +122,8 @@ void Engine::on_clock_advanced() noexcept {
 // capacity, a racing shutdown, no memory) stay calls: they are noinline.
 [[gnu::flatten]] void Engine::submit(TaskBase* t, std::int64_t deadline, bool never) {
   t->deadline = deadline;  // not yet published: no other thread can see t
-  Shard* const only = only_shard_;
-  const unsigned idx = only != nullptr ? 0 : shard_index();
-  Shard& sh = only != nullptr ? *only : *shards_[idx];
+  const unsigned idx = shard_index();
+  Shard& sh = only_shard_ != nullptr ? *only_shard_ : *shards_[idx];
   t->shard = static_cast<std::uint8_t>(idx);
   // (RS3) acquire: a fast refusal after shutdown; the race is settled by RS2 below.
   if (state_.run_state.load(std::memory_order_acquire) != RunState::kActive) return reject(t, sh, false);

@@ -120,7 +120,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
 
   // A thread's tasks all go to one shard: the k-th thread to submit gets shard k % shards.
   unsigned shard_index() const noexcept {
-    if (shards_.size() == 1) return 0;
+    if (only_shard_ != nullptr) return 0;
     if (t_shard_slot == ~0u) t_shard_slot = g_next_slot.fetch_add(1, std::memory_order_relaxed);
     return t_shard_slot % static_cast<unsigned>(shards_.size());
   }
