@@ -231,6 +231,34 @@ TEST(TaskPool, PrepareKeepsASlabReadySoTheAllocatingThreadNeitherGrowsNorFaults)
   set_slab_allocator_for_testing(nullptr);  // returns the nodes set aside
 }
 
+TEST(TaskPool, ASlabIsItsOwnMappingWhateverMallocsThresholdIs) {
+  // glibc serves a 256 KiB request from mmap until a larger mmapped block is freed, then from an
+  // arena (its dynamic threshold). W5 measured 46 bytes per pending timer in a process's first
+  // run and 55 in its later ones while slabs came from operator new; a slab of its own mapping
+  // costs its pages and nothing of the heap's, whatever ran before.
+  if (sanitized()) GTEST_SKIP() << "the sanitizers' allocators: mallinfo2 counts nothing";
+  // (the asm keeps the compiler from eliding a malloc whose block nothing reads)
+  auto opaque = [](void* p) { asm volatile("" : "+r"(p)::"memory"); return p; };
+  std::free(opaque(std::malloc(4 << 20)));  // a freed mmapped block: the threshold rises above it
+  {  // the premise: a slab-sized block now comes from an arena
+    const std::size_t arena = ::mallinfo2().uordblks;
+    void* probe = opaque(std::malloc(kSlabBytes));
+    const bool from_arena = ::mallinfo2().uordblks >= arena + kSlabBytes;
+    std::free(probe);
+    if (!from_arena) GTEST_SKIP() << "malloc's threshold did not move (M_MMAP_THRESHOLD set?)";
+  }
+  constexpr std::uint8_t kCls = 1;
+  release_thread_cache_for_testing();  // the next allocation grows a slab
+  const TaskPoolStats before = task_pool_stats();
+  const std::size_t heap_before = heap_in_use();
+  void* node = task_alloc(kCls);
+  const std::size_t heap_after = heap_in_use();
+  EXPECT_GE(task_pool_stats().slab_bytes_reserved, before.slab_bytes_reserved + kSlabBytes);
+  EXPECT_LT(heap_after, heap_before + kSlabBytes / 4) << "the slab came from malloc's heap";
+  task_free(node, kCls);
+  set_slab_allocator_for_testing(nullptr);  // returns the nodes set aside
+}
+
 TEST(TaskPool, PrepareOncePerDrainIntervalStillKeepsTheAllocatingThreadFromGrowing) {
   // W1's shape: the leader prepares only when it wakes, every kDrainEvery = 8,192 far-future
   // submissions: more than one slab's nodes (5,461 of 48 bytes). With two slabs kept ready, the
