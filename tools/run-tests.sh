@@ -5,22 +5,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
 jobs=$(nproc)
-run() {  # run <build dir> <cmake args...>
-  local dir=$1; shift
-  echo "==== kairos: build $dir ($*)"
+# Debug info is line tables only (-g1): file:line in every backtrace and sanitizer report, at a
+# quarter less compile time than -g (schedule_test.cpp under ThreadSanitizer: 12.8 s with -O2 -g,
+# 9.5 with -O2 -g1, 8.1 with -O1 -g1 on an Intel host whose whole CI run took 38 minutes). The
+# sanitizer builds compile at -O1, the optimisation the sanitizers' own documentation advises;
+# the normal build keeps -O2, the code users run.
+run() {  # run <build dir> <optimisation> <cmake args...>
+  local dir=$1 opt=$2; shift 2
+  local t0=$SECONDS
+  echo "==== kairos: build $dir ($opt -g1 $*)"
   mkdir -p "$dir"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > "$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$opt -g1 -DNDEBUG" "$@" \
+    > "$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
   cmake --build "$dir" -j"$jobs"
-  echo "==== kairos: ctest $dir"
+  echo "==== kairos: ctest $dir (built in $((SECONDS - t0)) s)"
+  t0=$SECONDS
   ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900
+  echo "==== kairos: ctest $dir passed in $((SECONDS - t0)) s"
 }
 # CI soaks for a minute (resident memory flat, lateness p99 not drifting); 10 s elsewhere.
 if [ "${CI:-}" = true ]; then export KAIROS_SOAK_SECONDS=${KAIROS_SOAK_SECONDS:-60}; fi
-run build/release -DKAIROS_BUILD_PERF=ON -DKAIROS_BUILD_TOOLS=ON
+run build/release -O2 -DKAIROS_BUILD_PERF=ON -DKAIROS_BUILD_TOOLS=ON
 if [ "${KAIROS_SANITIZERS:-1}" = 1 ]; then
   export KAIROS_STRESS_SECONDS=${KAIROS_STRESS_SECONDS:-1} KAIROS_MODEL_SECONDS=${KAIROS_MODEL_SECONDS:-5} KAIROS_SOAK_SECONDS=5
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1"
-  run build/tsan -DKAIROS_SANITIZE=thread -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF
-  run build/asan -DKAIROS_SANITIZE=address,undefined -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF -DKAIROS_POLL_SUITE=OFF
+  run build/tsan -O1 -DKAIROS_SANITIZE=thread -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF
+  run build/asan -O1 -DKAIROS_SANITIZE=address,undefined -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF -DKAIROS_POLL_SUITE=OFF
 fi
 echo "==== kairos: all test builds passed"

@@ -198,8 +198,9 @@ constinit SlabHeader* g_slabs = nullptr;  // g_registry_mu
 
 // A slab is its own anonymous mapping, not operator new's: glibc serves a 256 KiB aligned
 // request from mmap or from an arena depending on its dynamic threshold (which rises when any
-// large block is freed), and the arena's copy costs more resident pages than its 64 (W5 measured
-// 46 or 51-56 bytes per pending timer from one run to the next, at a million timers). A mapping's
+// large block is freed: a leader's graveyard reservation doubling under a backlog frees such
+// blocks), and the arena's copy costs more resident pages than its 64 (W5 measured 46 or 51-56
+// bytes per pending timer from one run to the next, at a million timers). A mapping's
 // pages are exactly the slab's, page-aligned, and the kernel merges neighbouring ones into one
 // area. Slabs are never unmapped (nodes live as long as the process).
 // LeakSanitizer scans heap blocks but not mappings: a slab is registered as a root region, so

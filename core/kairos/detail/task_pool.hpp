@@ -17,7 +17,10 @@
 //          task_pool_prepare() also makes empty magazines ahead (one per kMagazineSlots nodes
 //          the class's slabs hold, at most kMagazinesAhead), so that a thread freeing a burst of
 //          nodes takes made ones instead of allocating each (and faulting its pages) there.
-// Memory:  slabs are never returned to the OS. A thread that exits returns its magazines, so
+// Memory:  a slab is its own anonymous mapping (mmap), never returned to the OS: its resident
+//          bytes are its own pages whatever malloc did before (operator new's 256 KiB block came
+//          from mmap or from an arena by glibc's moving threshold, and cost W5 up to 9 bytes more
+//          per pending timer in runs where a large block had been freed first). A thread that exits returns its magazines, so
 //          slab memory is bounded by the peak of live nodes plus O(threads alive x 2 magazines
 //          per class), not by the number of threads that ever ran. Magazines are never freed:
 //          at most kMagazinesAhead per class made ahead, plus those made on demand (each a
