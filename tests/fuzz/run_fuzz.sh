@@ -25,7 +25,7 @@ targets=(gate_reader_fuzz lat_records_fuzz hdr_decoder_fuzz)
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" \
-  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=ON -DKAIROS_SANITIZE="$sanitize" > /dev/null
 cmake --build "$build" --target "${targets[@]}" -j2
 
