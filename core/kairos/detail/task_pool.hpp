@@ -20,11 +20,12 @@
 // Memory:  a slab is its own anonymous mapping (mmap), never returned to the OS: its resident
 //          bytes are its own pages whatever malloc did before (operator new's 256 KiB block came
 //          from mmap or from an arena by glibc's moving threshold, and cost W5 up to 9 bytes more
-//          per pending timer in runs where a large block had been freed first). A thread that exits returns its magazines, so
-//          slab memory is bounded by the peak of live nodes plus O(threads alive x 2 magazines
-//          per class), not by the number of threads that ever ran. Magazines are never freed:
-//          at most kMagazinesAhead per class made ahead, plus those made on demand (each a
-//          528-byte array of 64 node pointers, so about 8 bytes per node in magazines).
+//          per pending timer in runs where a large block had been freed first). A thread that
+//          exits returns its magazines, so slab memory is bounded by the peak of live nodes plus
+//          O(threads alive x 2 magazines per class), not by the number of threads that ever ran.
+//          Magazines are never freed: at most kMagazinesAhead per class made ahead, plus those
+//          made on demand (each a 528-byte array of 64 node pointers, so about 8 bytes per node
+//          in magazines).
 #pragma once
 #include <cstddef>
 #include <cstdint>
