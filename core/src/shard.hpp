@@ -288,7 +288,14 @@ class Shard {
   // batch runs. Returns the executions started.
   std::size_t run_batch(Lock& lk, Slot* batch, std::size_t n, unsigned runner, std::vector<TaskBase*>& grave)
       KAIROS_REQUIRES(mu_);
-  void run_task(Slot& slot, BatchClock& clock, unsigned runner) KAIROS_EXCLUDES(mu_);  // runs the task (run_once)
+  // What a batch's runs read of the options, once per batch (not re-read after each callable).
+  struct RunMode {
+    bool time_starts;  // the lateness histogram's start times (not in poll mode: the poll's now)
+    bool hooked;       // Options' hooks (run_hooked)
+  };
+  void run_task(Slot& slot, BatchClock& clock, unsigned runner, RunMode mode) KAIROS_EXCLUDES(mu_);  // run_once
+  void count_ran(const Slot& slot) KAIROS_REQUIRES(mu_);  // ran_ and the lateness of one started run
+  bool mark_plain_queued(TaskBase* t) noexcept;  // take_in's common case (under mu_; touches no field it guards)
   void run_hooked(TaskBase* t, std::int64_t deadline) KAIROS_EXCLUDES(mu_);  // run_task with Options' hooks (shard_hooks.cpp)
   // What run_once (completion.hpp) reports a failure to: on_uncaught, periodic_failures_.
   RunContext run_context() noexcept { return {engine_.on_uncaught.get(), &periodic_failures_}; }

@@ -86,19 +86,31 @@ void Shard::run_worker(unsigned index) {
 std::size_t Shard::run_batch(Lock& lk, Slot* batch, std::size_t n, unsigned runner, std::vector<TaskBase*>& grave) {
   KAIROS_DCHECK(lk.owns_lock() && n > 0 && n <= kMaxBatch);
   std::vector<TaskBase*>& popped = batches_[runner];
-  for (std::size_t i = 0; i < n; ++i) popped.push_back(batch[i].task);
+  popped.resize(n);  // within its reserve (run_worker, poll): no allocation
+  for (std::size_t i = 0; i < n; ++i) popped[i] = batch[i].task;
   running_ += 1;
   if (engine_.opt.threads_per_shard > 1) followers_cv_.notify_one();  // promote a follower
   unlock_and_bury(lk, grave);
   // Poll mode: every start is the poll's `now` (Shard::poll sets them), no clock read here.
   BatchClock clock(engine_.manual == nullptr && !engine_.opt.poll_mode);
+  const RunMode mode{engine_.opt.record_lateness && !engine_.opt.poll_mode, engine_.exec_hooks};
   std::size_t started = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    run_task(batch[i], clock, runner);
+    run_task(batch[i], clock, runner, mode);
     started += batch[i].started;
   }
   lk.lock(mu_);
-  for (std::size_t i = 0; i < n; ++i) after_run(lk, batch[i], popped[i] == nullptr);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Slot& slot = batch[i];
+    // A one-shot run with no stop token (every task of W6 and W7): counted, then buried. The
+    // rest of after_run is for the others (not started, periodic, stoppable).
+    if (slot.started && !(slot.task->flags & (kPeriodic | kStoppable))) {
+      count_ran(slot);
+      bury_later(slot.task);
+      continue;
+    }
+    after_run(lk, slot, popped[i] == nullptr);
+  }
   popped.clear();
   running_ -= 1;
   return started;
@@ -222,9 +234,37 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   const std::size_t take = confirmed.size() - hold;
   const std::size_t in_batches = kMaxBatch * batches_.size();
   if (!queue_.try_reserve(queue_.size() + in_batches + take) || !reserve_graveyard(take)) return 0;
-  for (TaskBase* t : confirmed.first(take)) take_in(lk, t);
+  // Each task goes through take_in; once one has been filed in a sorted run, the plain tasks of
+  // its delay class after it (W6's zero delays, W7's burst) follow it there in one loop
+  // (TimerQueue::push_span), each marked as take_in marks it, until one is refused. A drain of
+  // cancelled timeouts (W2: dropped here) never gets that far.
+  const std::span<TaskBase* const> in = confirmed.first(take);
+  for (std::size_t i = 0; i < take;) {
+    TaskBase* t = in[i++];
+    if (!mark_plain_queued(t)) {
+      take_in(lk, t);  // t may be gone after it (dropped, freed): not read again
+      continue;
+    }
+    queue_.push(t);
+    if (i < take && TimerQueue::in_run(t))
+      i += queue_.push_span(in.subspan(i), [this](TaskBase* next) { return mark_plain_queued(next); });
+  }
   inbox_.hold_back(hold);
   return take;
+}
+
+// take_in's common case, decided from one load of the state word: the scheduler's reference is
+// the only one (execute(), a dropped future; not a re-armable task, whose re-arms may have come
+// before its handle went), the task is pending, and the engine active. No cancel or re-arm can
+// race the mark, so it is a plain store, not the CAS (TI1); the load is then (RC2) as well: the
+// count it saw is 1, and nobody else can change the word after it. False: nothing written.
+inline bool Shard::mark_plain_queued(TaskBase* t) noexcept {
+  const std::uint32_t s = t->state.load(std::memory_order_acquire);  // (TI2)
+  if (!only_reference(s) || (s & kStateMask) != kPending || (t->flags & kRearmable) ||
+      engine_.state() != RunState::kActive)
+    return false;
+  t->state.store(s | kQueued, std::memory_order_relaxed);
+  return true;
 }
 
 // The tail of `confirmed` that may stay in the inbox. Its first previously_held() tasks were held
@@ -267,21 +307,11 @@ bool Shard::reserve_graveyard(std::size_t more) noexcept {
   }
 }
 
-// A confirmed submission enters the timer queue, unless cancelled or refused by the shutdown
-// policies.
+// A confirmed submission that is not plain (take_in_all tried mark_plain_queued first) enters
+// the timer queue, unless cancelled or refused by the shutdown policies.
 void Shard::take_in(Lock& lk, TaskBase* t) {
   KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
   std::uint32_t s = t->state.load(std::memory_order_acquire);  // (TI2)
-  // The scheduler's reference is the only one (execute(), a dropped future; not a re-armable
-  // task, whose re-arms may have come before its handle went): no cancel or re-arm can race the
-  // mark, so it is a plain store, not the CAS (TI1). The load above is then (RC2) as well: the
-  // count it saw is 1, and nobody else can change the word after it.
-  if (only_reference(s) && (s & kStateMask) == kPending && !(t->flags & kRearmable) &&
-      engine_.state() == RunState::kActive) {
-    t->state.store(s | kQueued, std::memory_order_relaxed);
-    queue_.push(t);
-    return;
-  }
   // A one-CAS cancel's leftover, the common end of a timeout (W2): cancelled in the inbox, the
   // scheduler's reference the only one (the handle let go in the cancel's CAS, or was dropped
   // since), freeable in place (shard.hpp: the word read above is final, its acquire, TI2, saw the
@@ -432,7 +462,16 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
 // At most `max` (<= kMaxBatch) due tasks into `batch`.
 std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) {
   KAIROS_DCHECK(lk.owns_lock() && max <= kMaxBatch);
-  std::size_t n = 0;
+  // A burst's plain tasks (one-shot, no stop token, not re-armable, not cancelled) from the one
+  // busy run in one loop (TimerQueue::pop_due_span): W6 and W7 take every batch so. The loop
+  // below takes what it leaves, one task at a time, with the rules for the others.
+  Slot* next = batch;
+  std::size_t n = queue_.pop_due_span(now, max, [&next](TaskBase* t) {
+    if (t->flags & (kStoppable | kRearmable | kPeriodic)) return false;
+    if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) return false;  // (TI2)
+    *next++ = Slot{t, t->deadline, 0, false, false};
+    return true;
+  });
   while (n < max && !queue_.empty()) {
     TaskBase* t = queue_.top();
     if (!is_due(t, now)) break;
@@ -486,15 +525,14 @@ bool Shard::start_stoppable(Lock& lk, TaskBase* t) {
 // pop (one taking a stop token: start_stoppable) waited in the batch since, so a cancel meanwhile
 // still keeps it from running, as Java's FutureTask.run() checks its state before call(); its
 // callable then goes here, on the runner.
-void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner) {
+inline void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner, RunMode mode) {
   TaskBase* t = slot.task;
 #if defined(KAIROS_SLOW_START_NS) && KAIROS_SLOW_START_NS > 0
   // A deliberately slowed build (CMake KAIROS_SLOW_START_NS): shows the latency gate failing.
   for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
 #endif
   // Poll mode: the poll's `now` (set by Shard::poll), one clock read per poll, not per task.
-  if (engine_.opt.record_lateness && !engine_.opt.poll_mode)
-    slot.start = clock.next_start([this] { return engine_.now_ns(); });
+  if (mode.time_starts) slot.start = clock.next_start([this] { return engine_.now_ns(); });
   if (!slot.started_at_pop) {
     Start st = try_start(t);
     slot.started = st == Start::started;
@@ -505,7 +543,7 @@ void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner) {
     t->ops->drop_callable(t);  // cancelled while it waited, started: the runner owns the callable
     return;
   }
-  if (engine_.exec_hooks) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
+  if (mode.hooked) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
   (void)run_once(t, [t] { return t->ops->invoke(t); }, true, [this] { return engine_.now_ns(); }, run_context());
 }
 
@@ -526,8 +564,7 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
     else drop_cancelled(lk, t);  // cancelled while it waited in the batch
     return;
   }
-  bump(ran_);
-  if (engine_.opt.record_lateness) lateness_.record(sub_saturated(slot.start, slot.deadline));
+  count_ran(slot);
   if (t->flags & kStoppable) std::erase(running_stoppable_, t);
   std::uint32_t s = t->state.load(std::memory_order_acquire) & kStateMask;  // (TI2)
   if (t->periodic() && s == kRunning) {
@@ -545,6 +582,11 @@ void Shard::after_run(Lock& lk, const Slot& slot, bool taken) {
     if (transition(t, kRunning, kCancelled)) bump(cancelled_);
   }
   bury_later(t, t->periodic());  // a periodic task's callable goes with its last run
+}
+
+inline void Shard::count_ran(const Slot& slot) {
+  bump(ran_);
+  if (engine_.opt.record_lateness) lateness_.record(sub_saturated(slot.start, slot.deadline));
 }
 
 }  // namespace kairos::detail

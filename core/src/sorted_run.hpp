@@ -18,7 +18,9 @@
 //          heap, whose capacity was reserved), so the timer queue never needs memory it may not
 //          get. (append() throws std::bad_alloc instead; tests use it.)
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include <kairos/detail/task.hpp>
 
@@ -67,9 +69,7 @@ class SortedRun {
 
   // True if this run's back sorts before o's back (both not empty): the timer queue appends a
   // task to the run with the latest back that it does not precede.
-  bool back_before(const SortedRun& o) const noexcept {
-    return filed_before(FiledKey{back_deadline_, back_seq_}, FiledKey{o.back_deadline_, o.back_seq_});
-  }
+  bool back_before(const SortedRun& o) const noexcept { return filed_before(back_key(), o.back_key()); }
 
   // True if an earlier later_at_back() that gave up showed that t sorts before more than `max`
   // tasks at the back (the run unchanged since): a stream of keys in random order, which the
@@ -132,6 +132,41 @@ class SortedRun {
     return true;
   }
 
+  // Appends tasks from the front of `tasks`, in order, while each sorts after the back
+  // (accepts()) and before `cap`, is due some time (never-due tasks take the heap: rule 4), the
+  // ring has room for it (no growth here: try_append() does that) and take(t) agrees (take(t)
+  // true: t is the run's now). The timer queue's span push: a drain's stream of one delay class
+  // in one loop. Returns how many were appended; the first one refused is not touched.
+  template <class Take>
+  std::size_t append_while(std::span<TaskBase* const> tasks, const FiledKey& cap, Take&& take) noexcept {
+    if (live_ == 0) return 0;  // try_append() resets an empty ring's positions
+    const std::size_t mask = ring_.size() - 1;
+    const std::size_t room = ring_.size() - static_cast<std::size_t>(tail_ - head_);
+    const std::size_t most = std::min({tasks.size(), room, kMaxLive - live_});  // kMaxLive: accepts()' bound
+    std::int64_t back_deadline = back_deadline_;
+    std::uint32_t back_seq = back_seq_;
+    std::size_t n = 0;
+    for (; n < most; ++n) {
+      TaskBase* t = tasks[n];
+      const bool after = t->deadline != back_deadline ? t->deadline > back_deadline : seq_before(back_seq, t->seq);
+      if (!after || t->never_due() || !filed_before(filed_key(t), cap) || !take(t)) break;
+      ring_[static_cast<std::size_t>(tail_ + n) & mask] = t;
+      t->queue_slot = tag_ | static_cast<std::uint32_t>((tail_ + n) & kPositionMask);
+      back_deadline = t->deadline;
+      back_seq = t->seq;
+    }
+    if (n == 0) return 0;
+    refused_below_ = false;
+    tail_ += n;
+    live_ += n;
+    back_deadline_ = back_deadline;
+    back_seq_ = back_seq;
+    return n;
+  }
+
+  // The back's key (not empty).
+  FiledKey back_key() const noexcept { return FiledKey{back_deadline_, back_seq_}; }
+
   TaskBase* pop_front() noexcept {
     refused_below_ = false;
     TaskBase* t = ring_[slot(head_)];
@@ -144,6 +179,36 @@ class SortedRun {
     // (a hole is a null pointer: prefetching it does nothing).
     if (live_ > kPrefetchAhead) __builtin_prefetch(ring_[slot(head_ + kPrefetchAhead)], 1);
     return t;
+  }
+
+  // Takes tasks from the front, at most max, while each is due at `now`, sorts before `before`
+  // (the earliest head of the timer queue's other parts) and take(t) accepts it (take(t) true: t
+  // is the caller's now). The timer queue's span pop: a batch of a burst in one loop, with no
+  // per-task front()/empty() of the queue. Returns how many; the first task refused stays the
+  // front. Never-due tasks are not filed in runs (timer_queue.hpp rule 4).
+  template <class Take>
+  std::size_t pop_front_while(std::int64_t now, const FiledKey& before, std::size_t max, Take&& take) noexcept {
+    const std::size_t mask = ring_.size() - 1;
+    std::uint64_t head = head_;
+    std::size_t n = 0;
+    while (n < max && n < live_) {
+      TaskBase* t = ring_[static_cast<std::size_t>(head) & mask];  // never a hole: see below
+      if (t->deadline > now || !filed_before(filed_key(t), before) || !take(t)) break;
+      ring_[static_cast<std::size_t>(head) & mask] = nullptr;
+      t->queue_slot = kNotQueued;
+      ++n;
+      ++head;
+      if (n != live_) {  // a live task lies ahead: skip the holes erase() left before it
+        while (ring_[static_cast<std::size_t>(head) & mask] == nullptr) ++head;
+      }
+      // As pop_front(): the node kPrefetchAhead places on (a hole: a null prefetch, harmless).
+      __builtin_prefetch(ring_[static_cast<std::size_t>(head + kPrefetchAhead) & mask], 1);
+    }
+    if (n == 0) return 0;
+    refused_below_ = false;
+    live_ -= n;
+    head_ = live_ == 0 ? tail_ : head;
+    return n;
   }
 
   // false if t is not in this run (in another one, the heap, or none).

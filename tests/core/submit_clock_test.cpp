@@ -8,6 +8,7 @@
 #include <sys/timex.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -132,6 +133,10 @@ TEST(SubmitClock, EqualDelaysAcrossThreadsKeepHappensBeforeOrder) {
   });
   a.join();
   b.join();
+  // wait_idle returns once nothing is due: every deadline must have passed first (each is at most
+  // kDelay after its submission, all of which came before this read). A leader that keeps up
+  // with the submissions otherwise finds the last ones not due yet and lets wait_idle return.
+  std::this_thread::sleep_until(std::chrono::steady_clock::now() + kDelay);
   ASSERT_TRUE(s.wait_idle(kPatience));
   const std::vector<int> ids = order.ids();
   ASSERT_EQ(ids.size(), static_cast<std::size_t>(2 * kPairs));

@@ -6,9 +6,11 @@
 #include <memory>
 #include <new>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
+#include <kairos/duration.hpp>
 
 #include "page_array.hpp"
 #include "sorted_run.hpp"
@@ -115,6 +117,84 @@ TEST(SortedRun, PopsInOrderPastHolesThroughGrowthAndSqueezing) {
     expect.pop_front();
   }
   EXPECT_TRUE(run.empty());
+}
+
+// The span operations (the leader's batch paths): pop_front_while takes due tasks past holes and
+// stops at the first one not due or refused, which stays the front; append_while appends while
+// each task sorts after the back, the ring has room (it never grows) and take(t) agrees, and
+// leaves the first one refused untouched. Both match what pop_front() and append() would do.
+TEST(SortedRun, SpanPopAndAppendStopAtTheFirstRefusalAndMatchOneAtATime) {
+  constexpr FiledKey kAfterAll{kMaxNs, 0, true};  // no other part bounds the spans
+  auto nodes = make_nodes(3000);
+  SortedRun run;
+  for (std::size_t i = 0; i < 1000; ++i) {  // deadlines 0, 0, 1, 1, ...: equal pairs, seq order
+    nodes[i]->deadline = static_cast<std::int64_t>(i / 2);
+    nodes[i]->seq = static_cast<std::uint32_t>(i);
+    run.append(nodes[i].get());
+  }
+  ASSERT_EQ(run.capacity(), 1024u);
+  for (std::size_t i = 1; i < 40; i += 3) ASSERT_TRUE(run.erase(nodes[i].get()));  // holes among the due
+  std::vector<TaskBase*> got;
+  auto take_all = [&](TaskBase* t) {
+    got.push_back(t);
+    return true;
+  };
+  // At most 10, due at 9: nodes 0, 2, 3, 5, 6, 8, 9, 11, 12, 14 (1, 4, 7, 10, 13 are holes).
+  EXPECT_EQ(run.pop_front_while(9, kAfterAll, 10, take_all), 10u);
+  const std::vector<TaskBase*> first{nodes[0].get(), nodes[2].get(), nodes[3].get(), nodes[5].get(), nodes[6].get(),
+                                     nodes[8].get(), nodes[9].get(), nodes[11].get(), nodes[12].get(), nodes[14].get()};
+  EXPECT_EQ(got, first);
+  for (TaskBase* t : got) EXPECT_EQ(t->queue_slot, kNotQueued);
+  EXPECT_EQ(run.front(), nodes[15].get());  // the next live one, past no hole
+  // Due at 9 is up to node 19; node 17 refused: 15 taken, then the stop, 17 stays the front.
+  got.clear();
+  EXPECT_EQ(run.pop_front_while(9, kAfterAll, 64, [&](TaskBase* t) { return t != nodes[17].get() && take_all(t); }), 1u);
+  EXPECT_EQ(got, std::vector<TaskBase*>{nodes[15].get()});  // 16 is a hole
+  EXPECT_EQ(run.front(), nodes[17].get());
+  EXPECT_NE(nodes[17]->queue_slot, kNotQueued);
+  got.clear();
+  // Another part's head at node 18's key (deadline 9, seq 18) bounds the span: 17 only.
+  EXPECT_EQ(run.pop_front_while(9, FiledKey{9, 18}, 64, take_all), 1u);
+  EXPECT_EQ(run.front(), nodes[18].get());
+  EXPECT_EQ(run.pop_front_while(9, kAfterAll, 64, take_all), 1u);  // 18 (19 is a hole, 20 due at 10)
+  EXPECT_EQ(got, (std::vector<TaskBase*>{nodes[17].get(), nodes[18].get()}));
+  EXPECT_EQ(run.pop_front_while(9, kAfterAll, 64, take_all), 0u);  // node 20: due at 10
+  EXPECT_EQ(run.front(), nodes[20].get());
+  ASSERT_TRUE(run.check_invariants());
+
+  // append_while: a task that sorts before the back stops it; so does take(t) false; the ring's
+  // room (1024 slots, positions 0..999 used, the front at 20) bounds it without growth.
+  std::vector<TaskBase*> more;
+  for (std::size_t i = 1000; i < 1100; ++i) {
+    nodes[i]->deadline = 600;
+    nodes[i]->seq = static_cast<std::uint32_t>(i);
+    more.push_back(nodes[i].get());
+  }
+  more[5]->deadline = 10;  // before the back (499): refused there
+  EXPECT_EQ(run.append_while(more, FiledKey{600, 1003}, [](TaskBase*) { return true; }), 3u);  // the cap: 1000..1002
+  EXPECT_EQ(run.append_while(std::span(more).subspan(3), kAfterAll, [](TaskBase*) { return true; }), 2u);
+  EXPECT_EQ(more[5]->queue_slot, kNotQueued);
+  more[5]->deadline = 600;
+  EXPECT_EQ(run.append_while(std::span(more).subspan(5), kAfterAll, [&](TaskBase* t) { return t != more[8]; }), 3u);
+  EXPECT_EQ(more[8]->queue_slot, kNotQueued);
+  more[8]->never = 1;  // never due: the heap's (rule 4), refused here
+  EXPECT_EQ(run.append_while(std::span(more).subspan(8), kAfterAll, [](TaskBase*) { return true; }), 0u);
+  more[8]->never = 0;
+  // The ring has 1024 - (1008 - 20) = 36 slots of room: 36 appended, no growth.
+  EXPECT_EQ(run.append_while(std::span(more).subspan(8), kAfterAll, [](TaskBase*) { return true; }), 36u);
+  EXPECT_EQ(run.capacity(), 1024u);
+  run.append(more[44]);  // append() grows (or squeezes) the ring; append_while goes on after it
+  EXPECT_EQ(run.append_while(std::span(more).subspan(45), kAfterAll, [](TaskBase*) { return true; }), 55u);
+  ASSERT_TRUE(run.check_invariants());
+  // Everything leaves in key order: the spans kept it.
+  const TaskBase* prev = nullptr;
+  while (!run.empty()) {
+    TaskBase* t = run.pop_front();
+    if (prev != nullptr) {
+      ASSERT_TRUE(filed_before(prev, t));
+    }
+    prev = t;
+  }
 }
 
 TEST(SortedRun, RemoveIfAndClearLeaveNoTaskMarkedQueued) {

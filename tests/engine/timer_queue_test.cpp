@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <string>
 #include <utility>
@@ -454,6 +455,115 @@ TEST_P(TimerQueueHeapWindow, MillionsOfMixedOperationsMatchAMultiset) {
     ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin());
     ref.erase(ref.begin());
   }
+}
+
+// The leader's span paths against a multiset: pushes come in drains, each filed as take_in_all
+// files them (push_span for as long as the busy run takes them, push() for the first one it
+// refuses, then push_span again), and pops come in batches as pop_due takes them (pop_due_span,
+// then top()/pop_top() for the rest of the batch). A task the leader would not take plain (one
+// in 16, at random) is refused by both spans' take(t) and goes the one-at-a-time way. Every pop
+// is the reference's earliest and due, and the spans do take most tasks of a one-class stream.
+TEST(TimerQueue, SpanPushAndPopMatchOneAtATimeAgainstAMultiset) {
+  constexpr std::size_t kNodes = 20000;
+  auto nodes = make_nodes(kNodes);
+  std::vector<TaskBase*> free_nodes;
+  for (auto& n : nodes) free_nodes.push_back(n.get());
+  std::vector<TaskBase*> pending;
+  TimerQueue q;
+  std::multiset<Key> ref;
+  std::mt19937_64 rng(77);
+  std::int64_t now = 0;
+  std::uint64_t seq = 0;
+  std::size_t span_pushed = 0, one_pushed = 0, span_popped = 0, one_popped = 0;
+  std::vector<bool> plain(kNodes);
+  std::unordered_map<const TaskBase*, std::size_t> id;
+  for (std::size_t i = 0; i < kNodes; ++i) id[nodes[i].get()] = i;
+  for (int round = 0; round < 20000; ++round) {
+    // A drain: a few dozen submissions, nearly all of one class (zero delay, then one fixed
+    // delay, by phases: W6's and W7's shape, where the spans apply), a few of another class or
+    // at random (a second busy run, the heap: the spans step aside until those have left).
+    std::vector<TaskBase*> drain;
+    const std::size_t k = std::min<std::size_t>(free_nodes.size(), rng() % 80);
+    const std::int64_t delay = round / 500 % 2 == 0 ? 0 : 5'000;
+    for (std::size_t i = 0; i < k; ++i) {
+      TaskBase* t = free_nodes.back();
+      free_nodes.pop_back();
+      const std::uint64_t kind = rng() % 1000;
+      t->deadline = kind < 995 ? now + delay : kind < 998 ? now + 50'000 : now + static_cast<std::int64_t>(rng() % 20'000);
+      t->seq = static_cast<std::uint32_t>(seq++);
+      t->never = 0;
+      plain[id[t]] = rng() % 16 != 0;
+      drain.push_back(t);
+    }
+    const std::span<TaskBase* const> in(drain);
+    for (std::size_t i = 0; i < in.size();) {
+      const std::size_t n = q.push_span(in.subspan(i), [&](TaskBase* t) { return plain[id[t]]; });
+      span_pushed += n;
+      i += n;
+      if (i < in.size()) {
+        q.push(in[i++]);
+        ++one_pushed;
+      }
+    }
+    for (TaskBase* t : drain) {
+      ASSERT_TRUE(TimerQueue::queued(t));
+      ref.insert({t->deadline, t->seq});
+      pending.push_back(t);
+    }
+    // Sometimes an erase (a cancel's remove request): a hole in a run.
+    if (!pending.empty() && rng() % 4 == 0) {
+      const std::size_t j = rng() % pending.size();
+      TaskBase* t = pending[j];
+      if (TimerQueue::queued(t)) {
+        ASSERT_TRUE(q.erase(t));
+        ref.erase(ref.find({t->deadline, t->seq}));
+        free_nodes.push_back(t);
+      }
+      pending[j] = pending.back();
+      pending.pop_back();
+    }
+    now += static_cast<std::int64_t>(rng() % 3000);
+    // Batches of at most 64 due tasks, as pop_due takes them, until none is due (the leader's
+    // loop: pop, run, pop again).
+    for (bool due = true; due;) {
+      std::vector<TaskBase*> batch;
+      const std::size_t max = 1 + rng() % 64;
+      const std::size_t n = q.pop_due_span(now, max, [&](TaskBase* t) {
+        if (!plain[id[t]]) return false;
+        batch.push_back(t);
+        return true;
+      });
+      ASSERT_EQ(n, batch.size());
+      span_popped += n;
+      while (batch.size() < max && !q.empty() && q.top()->deadline <= now) {
+        TaskBase* t = q.top();
+        q.pop_top(t);
+        batch.push_back(t);
+        ++one_popped;
+      }
+      for (TaskBase* t : batch) {
+        ASSERT_LE(t->deadline, now);
+        ASSERT_EQ(Key(t->deadline, t->seq), *ref.begin()) << "round " << round;
+        ASSERT_FALSE(TimerQueue::queued(t));
+        ref.erase(ref.begin());
+        free_nodes.push_back(t);
+      }
+      due = !batch.empty();
+    }
+    std::erase_if(pending, [](const TaskBase* t) { return !TimerQueue::queued(t); });
+    ASSERT_EQ(q.size(), ref.size());
+    if (!q.empty()) {
+      ASSERT_EQ(Key(q.top()->deadline, q.top()->seq), *ref.begin());
+    }
+    if (round % 997 == 0) {
+      ASSERT_TRUE(q.check_invariants()) << "round " << round;
+    }
+  }
+  std::printf("[ spans    ] pushed %zu in spans, %zu one at a time; popped %zu in spans, %zu one at a time\n",
+              span_pushed, one_pushed, span_popped, one_popped);
+  EXPECT_GT(span_pushed, 4 * one_pushed);  // the spans carried the stream (1 in 16 is refused)
+  EXPECT_GT(span_popped, 100'000u);
+  EXPECT_GT(one_popped, 10'000u);           // and the fallbacks were exercised too
 }
 
 // Sets the growth-refusal seam (page_array.hpp) for one scope.
