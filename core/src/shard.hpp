@@ -269,7 +269,7 @@ class Shard {
   }
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
-  void take_in(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
+  void take_in(Lock& lk, TaskBase* t, std::uint32_t s) KAIROS_REQUIRES(mu_);
   void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) KAIROS_REQUIRES(mu_);
   // shard_restamp.cpp: the order stamps renumbered before they leave the modular window.
   // Before anything compares order stamps under mu_ (the leader's pass, a poll, next_deadline,
@@ -295,7 +295,7 @@ class Shard {
   };
   void run_task(Slot& slot, BatchClock& clock, unsigned runner, RunMode mode) KAIROS_EXCLUDES(mu_);  // run_once
   void count_ran(const Slot& slot) KAIROS_REQUIRES(mu_);  // ran_ and the lateness of one started run
-  bool mark_plain_queued(TaskBase* t) noexcept;  // take_in's common case (under mu_; touches no field it guards)
+  bool mark_plain_queued(TaskBase* t, std::uint32_t& s) noexcept;  // take_in's common case (under mu_; touches no field it guards)
   void run_hooked(TaskBase* t, std::int64_t deadline) KAIROS_EXCLUDES(mu_);  // run_task with Options' hooks (shard_hooks.cpp)
   // What run_once (completion.hpp) reports a failure to: on_uncaught, periodic_failures_.
   RunContext run_context() noexcept { return {engine_.on_uncaught.get(), &periodic_failures_}; }

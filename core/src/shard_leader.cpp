@@ -241,13 +241,18 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   const std::span<TaskBase* const> in = confirmed.first(take);
   for (std::size_t i = 0; i < take;) {
     TaskBase* t = in[i++];
-    if (!mark_plain_queued(t)) {
-      take_in(lk, t);  // t may be gone after it (dropped, freed): not read again
+    std::uint32_t s;
+    if (!mark_plain_queued(t, s)) {
+      take_in(lk, t, s);  // t may be gone after it (dropped, freed): not read again
       continue;
     }
     queue_.push(t);
-    if (i < take && TimerQueue::in_run(t))
-      i += queue_.push_span(in.subspan(i), [this](TaskBase* next) { return mark_plain_queued(next); });
+    if (i < take && TimerQueue::in_run(t)) {
+      i += queue_.push_span(in.subspan(i), [this](TaskBase* next) {
+        std::uint32_t word;
+        return mark_plain_queued(next, word);
+      });
+    }
   }
   inbox_.hold_back(hold);
   return take;
@@ -257,9 +262,10 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
 // the only one (execute(), a dropped future; not a re-armable task, whose re-arms may have come
 // before its handle went), the task is pending, and the engine active. No cancel or re-arm can
 // race the mark, so it is a plain store, not the CAS (TI1); the load is then (RC2) as well: the
-// count it saw is 1, and nobody else can change the word after it. False: nothing written.
-inline bool Shard::mark_plain_queued(TaskBase* t) noexcept {
-  const std::uint32_t s = t->state.load(std::memory_order_acquire);  // (TI2)
+// count it saw is 1, and nobody else can change the word after it. False: nothing written, and
+// s holds the word as read (take_in starts from it).
+inline bool Shard::mark_plain_queued(TaskBase* t, std::uint32_t& s) noexcept {
+  s = t->state.load(std::memory_order_acquire);  // (TI2)
   if (!only_reference(s) || (s & kStateMask) != kPending || (t->flags & kRearmable) ||
       engine_.state() != RunState::kActive)
     return false;
@@ -307,11 +313,11 @@ bool Shard::reserve_graveyard(std::size_t more) noexcept {
   }
 }
 
-// A confirmed submission that is not plain (take_in_all tried mark_plain_queued first) enters
-// the timer queue, unless cancelled or refused by the shutdown policies.
-void Shard::take_in(Lock& lk, TaskBase* t) {
+// A confirmed submission that is not plain (take_in_all tried mark_plain_queued first; s: the
+// state word it read, TI2) enters the timer queue, unless cancelled or refused by the shutdown
+// policies.
+void Shard::take_in(Lock& lk, TaskBase* t, std::uint32_t s) {
   KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
-  std::uint32_t s = t->state.load(std::memory_order_acquire);  // (TI2)
   // A one-CAS cancel's leftover, the common end of a timeout (W2): cancelled in the inbox, the
   // scheduler's reference the only one (the handle let go in the cancel's CAS, or was dropped
   // since), freeable in place (shard.hpp: the word read above is final, its acquire, TI2, saw the
