@@ -234,25 +234,14 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   const std::size_t take = confirmed.size() - hold;
   const std::size_t in_batches = kMaxBatch * batches_.size();
   if (!queue_.try_reserve(queue_.size() + in_batches + take) || !reserve_graveyard(take)) return 0;
-  // Each task goes through take_in; once one has been filed in a sorted run, the plain tasks of
-  // its delay class after it (W6's zero delays, W7's burst) follow it there in one loop
-  // (TimerQueue::push_span), each marked as take_in marks it, until one is refused. A drain of
-  // cancelled timeouts (W2: dropped here) never gets that far.
-  const std::span<TaskBase* const> in = confirmed.first(take);
-  for (std::size_t i = 0; i < take;) {
-    TaskBase* t = in[i++];
+  // One task at a time: a span push (the tasks after one filed in a run appended to it in one
+  // loop) took W6's leader from 583 to 374 instructions a task but made W6 slower on the Intel
+  // host of PERF.md's eighth round (7.2 against 7.6 M tasks/s, the producer slowed from ~14 to
+  // ~11 M submissions/s): not kept.
+  for (TaskBase* t : confirmed.first(take)) {
     std::uint32_t s;
-    if (!mark_plain_queued(t, s)) {
-      take_in(lk, t, s);  // t may be gone after it (dropped, freed): not read again
-      continue;
-    }
-    queue_.push(t);
-    if (i < take && TimerQueue::in_run(t)) {
-      i += queue_.push_span(in.subspan(i), [this](TaskBase* next) {
-        std::uint32_t word;
-        return mark_plain_queued(next, word);
-      });
-    }
+    if (mark_plain_queued(t, s)) queue_.push(t);
+    else take_in(lk, t, s);  // the rest of the cases, from the word read
   }
   inbox_.hold_back(hold);
   return take;

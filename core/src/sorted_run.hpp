@@ -18,9 +18,7 @@
 //          heap, whose capacity was reserved), so the timer queue never needs memory it may not
 //          get. (append() throws std::bad_alloc instead; tests use it.)
 #pragma once
-#include <algorithm>
 #include <cstdint>
-#include <span>
 
 #include <kairos/detail/task.hpp>
 
@@ -130,38 +128,6 @@ class SortedRun {
     back_deadline_ = t->deadline;
     back_seq_ = t->seq;
     return true;
-  }
-
-  // Appends tasks from the front of `tasks`, in order, while each sorts after the back
-  // (accepts()) and before `cap`, is due some time (never-due tasks take the heap: rule 4), the
-  // ring has room for it (no growth here: try_append() does that) and take(t) agrees (take(t)
-  // true: t is the run's now). The timer queue's span push: a drain's stream of one delay class
-  // in one loop. Returns how many were appended; the first one refused is not touched.
-  template <class Take>
-  std::size_t append_while(std::span<TaskBase* const> tasks, const FiledKey& cap, Take&& take) noexcept {
-    if (live_ == 0) return 0;  // try_append() resets an empty ring's positions
-    const std::size_t mask = ring_.size() - 1;
-    const std::size_t room = ring_.size() - static_cast<std::size_t>(tail_ - head_);
-    const std::size_t most = std::min({tasks.size(), room, kMaxLive - live_});  // kMaxLive: accepts()' bound
-    std::int64_t back_deadline = back_deadline_;
-    std::uint32_t back_seq = back_seq_;
-    std::size_t n = 0;
-    for (; n < most; ++n) {
-      TaskBase* t = tasks[n];
-      const bool after = t->deadline != back_deadline ? t->deadline > back_deadline : seq_before(back_seq, t->seq);
-      if (!after || t->never_due() || !filed_before(filed_key(t), cap) || !take(t)) break;
-      ring_[static_cast<std::size_t>(tail_ + n) & mask] = t;
-      t->queue_slot = tag_ | static_cast<std::uint32_t>((tail_ + n) & kPositionMask);
-      back_deadline = t->deadline;
-      back_seq = t->seq;
-    }
-    if (n == 0) return 0;
-    refused_below_ = false;
-    tail_ += n;
-    live_ += n;
-    back_deadline_ = back_deadline;
-    back_seq_ = back_seq;
-    return n;
   }
 
   // The back's key (not empty).

@@ -31,13 +31,10 @@
 //          head kept in first_. pop from a run: O(1), first_ found again among the runs' heads
 //          (kRuns - 1 comparisons; none while one run is busy). erase: O(1) in a run (its id is in the task's queue_slot),
 //          O(log n) in the heap.
-//          The leader's batches use two span operations on top of these (a drain's take-in and a
-//          due batch's pop, Shard::take_in_all and Shard::pop_due): push_span appends the tasks
-//          that follow one it just filed in a run while rule 1 keeps choosing that run, and
+//          The leader's due batches use a span pop on top of these (Shard::pop_due):
 //          pop_due_span takes the due tasks at first_'s front while they sort before every other
-//          part's head; each does per task what push() or pop_top() would, in one loop, with the
-//          other parts looked at once per span, not once per task (W6, W7: the scheduler's
-//          share of a task 587 -> 373 instructions, docs/design.md).
+//          part's head, doing per task what pop_top() would, in one loop, with the other parts
+//          looked at once per span, not once per task (docs/design.md).
 // Memory:  growth needed for correctness happens in try_reserve() only: the heap's capacity
 //          covers every task the shard may hold, so push() never fails and never throws. A run's
 //          ring grows inside push() when it can; when it cannot (out of memory, or
@@ -46,7 +43,6 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <span>
 
 #include <kairos/detail/task.hpp>
 #include <kairos/duration.hpp>
@@ -115,34 +111,6 @@ class TimerQueue {
     const std::size_t n = run.pop_front_while(now, before, max, take);
     if (n != 0) front_popped();
     return n;
-  }
-
-  // The span push: the tasks at the front of `tasks` that rule 1 files in one busy run, each after
-  // the one before, appended in one loop (SortedRun::append_while) while take(t) agrees. That run
-  // is rule 1's choice for tasks[0] (the latest back it does not precede); it stays the choice
-  // for each next task while that task sorts before every other busy run's back that lies after
-  // the run's first back (such a run would accept it, with a later back: the better fit). Returns
-  // how many; the caller files the first one refused with push() (no run fits, a ring that must
-  // grow, another class, a task that is not plain) and may call this again after it.
-  template <class Take>
-  std::size_t push_span(std::span<TaskBase* const> tasks, Take&& take) noexcept {
-#if !defined(KAIROS_NO_SORTED_RUNS)
-    if (busy_ == 0 || tasks.empty()) return 0;
-    SortedRun* fit = nullptr;
-    for (SortedRun& r : runs_) {
-      if (!r.empty() && r.accepts(tasks.front()) && (fit == nullptr || fit->back_before(r))) fit = &r;
-    }
-    if (fit == nullptr) return 0;
-    FiledKey cap = kAfterEveryRunKey;
-    for (SortedRun& r : runs_) {
-      if (&r != fit && !r.empty() && fit->back_before(r) && filed_before(r.back_key(), cap)) cap = r.back_key();
-    }
-    return fit->append_while(tasks, cap, take);
-#else
-    (void)tasks;
-    (void)take;
-    return 0;
-#endif
   }
 
   // Files t by the rules above. No result: a caller that needs to know whether t became the
