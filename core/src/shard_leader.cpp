@@ -457,9 +457,10 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
 // At most `max` (<= kMaxBatch) due tasks into `batch`.
 std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) {
   KAIROS_DCHECK(lk.owns_lock() && max <= kMaxBatch);
-  // A burst's plain tasks (one-shot, no stop token, not re-armable, not cancelled) from the one
-  // busy run in one loop (TimerQueue::pop_due_span): W6 and W7 take every batch so. The loop
-  // below takes what it leaves, one task at a time, with the rules for the others.
+  // A burst's plain tasks (one-shot, no stop token, not re-armable, not cancelled) from the first
+  // run's front in one loop, while they sort before every other part's head
+  // (TimerQueue::pop_due_span): W6 and W7 take every batch so. The loop below takes what it
+  // leaves, one task at a time, with the rules for the others.
   Slot* next = batch;
   std::size_t n = queue_.pop_due_span(now, max, [&next](TaskBase* t) {
     if (t->flags & (kStoppable | kRearmable | kPeriodic)) return false;
