@@ -151,7 +151,9 @@ class SortedRun {
   // (the earliest head of the timer queue's other parts) and take(t) accepts it (take(t) true: t
   // is the caller's now). The timer queue's span pop: a batch of a burst in one loop, with no
   // per-task front()/empty() of the queue. Returns how many; the first task refused stays the
-  // front. Never-due tasks are not filed in runs (timer_queue.hpp rule 4).
+  // front. Never-due tasks are not filed in runs (timer_queue.hpp rule 4). It does what a loop of
+  // front() and pop_front() would, with the head and the count kept in registers until the end:
+  // that loop measured 23 leader instructions a task more in W7's burst (475 against 452).
   template <class Take>
   std::size_t pop_front_while(std::int64_t now, const FiledKey& before, std::size_t max, Take&& take) noexcept {
     const std::size_t mask = ring_.size() - 1;
