@@ -5,7 +5,10 @@
 // task's start is that pair's time plus the ticks counted since, at a rate calibrated against
 // the clock. A read of the counter costs about a third of a clock read (10 against 24 ns on the
 // development VM), and the rate's error over a batch (microseconds to a millisecond) is far below
-// a nanosecond once calibrated over 20 ms or more.
+// a nanosecond once calibrated over 20 ms or more. The runner keeps each start as a stamp (the
+// counter's raw ticks, or the clock read) and converts the stamps when it files the batch: a
+// read, with no conversion, between one task and the next (what that saves: PERF.md's ninth
+// round).
 //
 // The rate is the process's, not a thread's: it is measured from one anchor, a (clock, counter)
 // pair taken when the first shard is built (anchor(), Shard's constructor), to the newest pair
@@ -52,21 +55,40 @@ class BatchClock {
     if (kHaveTicks && tsc_is_clocksource()) (void)process_anchor();
   }
 
-  // The start time of the batch's next task; read_clock() reads the engine's clock.
+  // The start of the batch's next task as a stamp, the cheapest read that fixes it: a clock read
+  // for the first two tasks (and for every task without a rate), the counter's raw ticks after
+  // them. start_ns() turns the k-th stamp (from 0) into the clock's nanoseconds, off the path
+  // between one start and the next: the runner stamps each start and converts when it files the
+  // batch. read_clock() reads the engine's clock.
   template <class ReadClock>
-  std::int64_t next_start(ReadClock&& read_clock) noexcept {
+  std::int64_t next_stamp(ReadClock&& read_clock) noexcept {
+    if (counting_) [[likely]]
+      return static_cast<std::int64_t>(ticks());  // the third start on, once the rate is known
     ++started_;
     if (!ticks_ || started_ == 1) return read_clock();
-    if (started_ == 2) {
-      base_ns_ = read_clock();
-      base_tick_ = ticks();
-      calibrate(base_ns_, base_tick_);
-      ns_per_tick_ = g_ns_per_tick.load(std::memory_order_relaxed);  // (BC2)
-      return base_ns_;
-    }
-    if (ns_per_tick_ == 0) return read_clock();
-    std::int64_t since = static_cast<std::int64_t>(static_cast<double>(ticks() - base_tick_) * ns_per_tick_);
-    return base_ns_ + (since > 0 ? since : 0);  // a counter a few ticks behind after a migration
+    if (started_ > 2) return read_clock();  // no rate yet (the process's first 20 ms)
+    base_ns_ = read_clock();
+    base_tick_ = ticks();
+    calibrate(base_ns_, base_tick_);
+    ns_per_tick_ = g_ns_per_tick.load(std::memory_order_relaxed);  // (BC2)
+    counting_ = ns_per_tick_ != 0;
+    return base_ns_;
+  }
+
+  // The k-th stamp's time (k from 0): the stamp itself if it was a clock read; otherwise the
+  // second start's pair plus the ticks counted since, at the process's rate.
+  std::int64_t start_ns(std::size_t k, std::int64_t stamp) const noexcept {
+    if (k < 2 || !counting_) return stamp;  // a clock read (counting_ is set by the second stamp)
+    const auto ticks_since = static_cast<std::int64_t>(static_cast<std::uint64_t>(stamp) - base_tick_);
+    if (ticks_since <= 0) return base_ns_;  // a counter a few ticks behind after a migration
+    return base_ns_ + static_cast<std::int64_t>(static_cast<double>(ticks_since) * ns_per_tick_);
+  }
+
+  // A stamp and its time at once (tests).
+  template <class ReadClock>
+  std::int64_t next_start(ReadClock&& read_clock) noexcept {
+    const std::size_t k = counting_ ? 2 : static_cast<std::size_t>(started_);  // start_ns tells k < 2 only
+    return start_ns(k, next_stamp(read_clock));
   }
 
  private:
@@ -102,7 +124,8 @@ class BatchClock {
   static inline std::atomic<double> g_ns_per_tick{0};  // 0: not calibrated yet
 
   const bool ticks_;
-  int started_ = 0;
+  bool counting_ = false;  // the second stamp found a rate: every later stamp is the counter's
+  int started_ = 0;  // until counting_
   std::int64_t base_ns_ = 0;
   std::uint64_t base_tick_ = 0;
   double ns_per_tick_ = 0;

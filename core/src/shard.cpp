@@ -35,6 +35,7 @@
 //         (awaiters.cpp).
 #include <algorithm>
 
+#include "freed_nodes.hpp"
 #include "shard.hpp"
 
 namespace kairos::detail {
@@ -66,6 +67,7 @@ void Shard::unlock_and_bury(Lock& lk, std::vector<TaskBase*>& grave) {
 }
 
 void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
+  FreedNodes freed;  // the nodes' memory goes back a class at a time, when it ends
   for (TaskBase* item : grave) {
     auto bits = reinterpret_cast<std::uintptr_t>(item);
     TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kDropCallable);
@@ -76,7 +78,7 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
     if ((s & kAwaited) && is_terminal(s)) finish_completion(t, s);  // kAwaited first: rarely set
     // The scheduler's reference is the last (an execute() task, a dropped future): nobody else
     // can change the count any more, so the node goes without the RMW.
-    if (only_reference(s)) t->ops->destroy(t);
+    if (only_reference(s)) freed.destroy(t);
     else release(t);
   }
   grave.clear();

@@ -101,7 +101,8 @@ std::size_t Shard::run_batch(Lock& lk, Slot* batch, std::size_t n, unsigned runn
   }
   lk.lock(mu_);
   for (std::size_t i = 0; i < n; ++i) {
-    const Slot& slot = batch[i];
+    Slot& slot = batch[i];
+    if (mode.time_starts) slot.start = clock.start_ns(i, slot.start);
     // A one-shot run with no stop token (every task of W6 and W7): counted, then buried. The
     // rest of after_run is for the others (not started, periodic, stoppable).
     if (slot.started && !(slot.task->flags & (kPeriodic | kStoppable))) {
@@ -234,10 +235,7 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   const std::size_t take = confirmed.size() - hold;
   const std::size_t in_batches = kMaxBatch * batches_.size();
   if (!queue_.try_reserve(queue_.size() + in_batches + take) || !reserve_graveyard(take)) return 0;
-  // One task at a time: a span push (the tasks after one filed in a run appended to it in one
-  // loop) took W6's leader from 583 to 374 instructions a task but made W6 slower on the Intel
-  // host of PERF.md's eighth round (7.2 against 7.6 M tasks/s, the producer slowed from ~14 to
-  // ~11 M submissions/s): not kept.
+  // One task at a time: a span push was tried and made W6 slower (PERF.md's eighth round).
   for (TaskBase* t : confirmed.first(take)) {
     std::uint32_t s;
     if (mark_plain_queued(t, s)) queue_.push(t);
@@ -528,7 +526,9 @@ inline void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner, RunM
   for (std::int64_t until = steady_now_ns() + KAIROS_SLOW_START_NS; steady_now_ns() < until;) cpu_relax();
 #endif
   // Poll mode: the poll's `now` (set by Shard::poll), one clock read per poll, not per task.
-  if (mode.time_starts) slot.start = clock.next_start([this] { return engine_.now_ns(); });
+  // The start's stamp (BatchClock::start_ns converts it at filing) is read before the start's CAS
+  // and stored after it: a store before the locked instruction would make it wait for the read.
+  const std::int64_t stamp = mode.time_starts ? clock.next_stamp([this] { return engine_.now_ns(); }) : 0;
   if (!slot.started_at_pop) {
     Start st = try_start(t);
     slot.started = st == Start::started;
@@ -539,6 +539,7 @@ inline void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner, RunM
     t->ops->drop_callable(t);  // cancelled while it waited, started: the runner owns the callable
     return;
   }
+  if (mode.time_starts) slot.start = stamp;
   if (mode.hooked) return run_hooked(t, slot.deadline);  // shard_hooks.cpp
   (void)run_once(t, [t] { return t->ops->invoke(t); }, true, [this] { return engine_.now_ns(); }, run_context());
 }

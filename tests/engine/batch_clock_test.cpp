@@ -82,6 +82,39 @@ TEST(BatchClock, OnceCalibratedABatchReadsTheClockTwiceAndStaysWithIt) {
   }
 }
 
+// The runner stamps each start (next_stamp) and converts the stamps when it files the batch
+// (start_ns), after the runs. A stamp converted later is the time of its start, not of the
+// conversion: the times below are converted 30 ms after the last start and must still lie
+// between the clock reads around each stamp.
+TEST(BatchClock, AStampConvertedAfterTheBatchIsTheTimeOfItsStart) {
+  if (!tsc_is_clocksource()) GTEST_SKIP() << "the kernel's clocksource is not tsc";
+  BatchClock::anchor();
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  {
+    BatchClock calibrating(true);  // the second start of a batch 25 ms after the anchor sets the rate
+    for (int i = 0; i < 2; ++i) calibrating.next_start([] { return steady_now_ns(); });
+  }
+  CountingClock c;
+  BatchClock clock(true);
+  std::vector<std::int64_t> before, stamps, after;
+  for (int i = 0; i < 200; ++i) {
+    before.push_back(steady_now_ns());
+    stamps.push_back(clock.next_stamp([&] { return c(); }));
+    after.push_back(steady_now_ns());
+  }
+  EXPECT_EQ(c.reads, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (std::size_t k = 0; k < stamps.size(); ++k) {
+    const std::int64_t t = clock.start_ns(k, stamps[k]);
+    if (k < 2) {
+      EXPECT_EQ(t, stamps[k]) << "the first two stamps are clock reads";
+    }
+    // 2 us: the base pair's skew and the rate's error over this short batch, generously.
+    EXPECT_GE(t, before[k] - 2'000) << k;
+    EXPECT_LE(t, after[k] + 2'000) << k;
+  }
+}
+
 // The clock reads of one batch of `starts` starts, on a thread that never ran one before.
 int clock_reads_of_a_batch_on_a_fresh_thread(int starts) {
   int reads = -1;

@@ -109,6 +109,8 @@ struct TaskOps {
   void (*destroy)(TaskBase*) noexcept;                   // what is left, then the memory
   std::stop_source* (*stop_source)(TaskBase*) noexcept;  // nullptr unless kStoppable
   void* (*result)(TaskBase*) noexcept;                   // the value or exception_ptr storage
+  void (*destruct)(TaskBase*) noexcept;                  // what is left; the memory stays (FreedNodes)
+  std::uint8_t size_class;                               // its memory's pool class; kHeapClass: operator new
 };
 
 // The reference count lives in the state word, above the state and its flags: one word for
@@ -455,19 +457,20 @@ struct Node final : std::conditional_t<Periodic, PeriodicBase, std::conditional_
     }
   }
   static void drop_callable(TaskBase* b) noexcept { static_cast<Node*>(b)->end_callable(); }
+  static constexpr std::uint8_t kSizeClass = size_class_for(sizeof(Node), alignof(Node));
+  static void destruct(TaskBase* b) noexcept { static_cast<Node*>(b)->~Node(); }
   static void destroy(TaskBase* b) noexcept {
     auto* n = static_cast<Node*>(b);
-    constexpr std::uint8_t cls = size_class_for(sizeof(Node), alignof(Node));
     n->~Node();
-    if (cls == kHeapClass) ::operator delete(static_cast<void*>(n), std::align_val_t{alignof(Node)});
-    else task_free(n, cls);
+    if (kSizeClass == kHeapClass) ::operator delete(static_cast<void*>(n), std::align_val_t{alignof(Node)});
+    else task_free(n, kSizeClass);
   }
   static std::stop_source* stop_source(TaskBase* b) noexcept {
     if constexpr (Stoppable) return &static_cast<Node*>(b)->stop;
     else { (void)b; return nullptr; }
   }
   static void* result(TaskBase* b) noexcept { return static_cast<Node*>(b)->store.result(); }
-  static constexpr TaskOps kOps{&invoke, &drop_callable, &destroy, &stop_source, &result};
+  static constexpr TaskOps kOps{&invoke, &drop_callable, &destroy, &stop_source, &result, &destruct, kSizeClass};
 };
 
 template <class F>
