@@ -311,6 +311,10 @@ TEST(Cancel, OneCasCancelsRacingTheDrainsAndThePolicySetterLoseNothing) {
   for (auto& t : producers) t.join();
   done.store(true, std::memory_order_release);
   monitor.join();
+  // Past the short delay first: wait_idle returns once nothing is due, and a 50 us task cancelled
+  // under the policy off is retained until its deadline; one reaching it between the counts below
+  // would be counted out between them.
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
   ASSERT_TRUE(s.wait_idle(kPatience));
   std::uint64_t ran = 0, cancelled_unstarted = 0, neither = 0;
   for (auto& x : outcome) {
