@@ -84,13 +84,6 @@ class BatchClock {
     return base_ns_ + static_cast<std::int64_t>(static_cast<double>(ticks_since) * ns_per_tick_);
   }
 
-  // A stamp and its time at once (tests).
-  template <class ReadClock>
-  std::int64_t next_start(ReadClock&& read_clock) noexcept {
-    const std::size_t k = counting_ ? 2 : static_cast<std::size_t>(started_);  // start_ns tells k < 2 only
-    return start_ns(k, next_stamp(read_clock));
-  }
-
  private:
 #if defined(__x86_64__)
   static constexpr bool kHaveTicks = true;

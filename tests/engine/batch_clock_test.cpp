@@ -25,15 +25,29 @@ struct CountingClock {
   }
 };
 
+// n stamps of one batch, each with the clock read just before and just after it.
+struct StampedBatch {
+  std::vector<std::int64_t> before, stamps, after;
+};
+StampedBatch stamp_batch(BatchClock& clock, CountingClock& c, int n) {
+  StampedBatch b;
+  for (int i = 0; i < n; ++i) {
+    b.before.push_back(steady_now_ns());
+    b.stamps.push_back(clock.next_stamp([&] { return c(); }));
+    b.after.push_back(steady_now_ns());
+  }
+  return b;
+}
+
 TEST(BatchClock, WithoutTheCounterEveryStartIsAClockRead) {
   CountingClock c;
   BatchClock clock(false);  // e.g. a ManualClock engine
-  for (int i = 0; i < 10; ++i) clock.next_start([&] { return c(); });
+  for (int i = 0; i < 10; ++i) clock.next_stamp([&] { return c(); });
   EXPECT_EQ(c.reads, 10);
 }
 
 // Each (clock, counter) pair is two reads; a preemption between them (a loaded machine) skews
-// the pair by as long as it lasts. The test cannot see inside next_start(), but the clock reads
+// the pair by as long as it lasts. The test cannot see inside next_stamp(), but the clock reads
 // around the call bound that skew: the bound below is 2 us plus what those reads measured, so it
 // is 2 us on a quiet machine and widens only by the interference that actually happened.
 TEST(BatchClock, OnceCalibratedABatchReadsTheClockTwiceAndStaysWithIt) {
@@ -44,24 +58,21 @@ TEST(BatchClock, OnceCalibratedABatchReadsTheClockTwiceAndStaysWithIt) {
   std::int64_t pair_skew = 0;  // the widest interval around a call that made a pair
   auto timed = [&](BatchClock& clock, CountingClock& c) {
     std::int64_t t0 = steady_now_ns();
-    clock.next_start([&] { return c(); });
+    clock.next_stamp([&] { return c(); });
     pair_skew = std::max(pair_skew, steady_now_ns() - t0);
   };
   for (int b = 0; b < 3; ++b) {
     CountingClock c;
     BatchClock clock(true);
-    clock.next_start([&] { return c(); });
+    clock.next_stamp([&] { return c(); });
     timed(clock, c);
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   CountingClock c;
   BatchClock clock(true);
-  std::vector<std::int64_t> before, starts, after;
-  for (int i = 0; i < 1000; ++i) {
-    before.push_back(steady_now_ns());
-    starts.push_back(clock.next_start([&] { return c(); }));
-    after.push_back(steady_now_ns());
-  }
+  const auto [before, stamps, after] = stamp_batch(clock, c, 1000);
+  std::vector<std::int64_t> starts;
+  for (std::size_t k = 0; k < stamps.size(); ++k) starts.push_back(clock.start_ns(k, stamps[k]));
   EXPECT_EQ(c.reads, 2) << "a calibrated batch reads the clock for its first two starts only";
   // This batch's own pair (its second start) is its base; the rate comes from two pairs at least
   // kMinCalibrationNs apart, so its relative error is at most 2 * pair_skew / kMinCalibrationNs.
@@ -92,16 +103,11 @@ TEST(BatchClock, AStampConvertedAfterTheBatchIsTheTimeOfItsStart) {
   std::this_thread::sleep_for(std::chrono::milliseconds(25));
   {
     BatchClock calibrating(true);  // the second start of a batch 25 ms after the anchor sets the rate
-    for (int i = 0; i < 2; ++i) calibrating.next_start([] { return steady_now_ns(); });
+    for (int i = 0; i < 2; ++i) calibrating.next_stamp([] { return steady_now_ns(); });
   }
   CountingClock c;
   BatchClock clock(true);
-  std::vector<std::int64_t> before, stamps, after;
-  for (int i = 0; i < 200; ++i) {
-    before.push_back(steady_now_ns());
-    stamps.push_back(clock.next_stamp([&] { return c(); }));
-    after.push_back(steady_now_ns());
-  }
+  const auto [before, stamps, after] = stamp_batch(clock, c, 200);
   EXPECT_EQ(c.reads, 2);
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   for (std::size_t k = 0; k < stamps.size(); ++k) {
@@ -121,7 +127,7 @@ int clock_reads_of_a_batch_on_a_fresh_thread(int starts) {
   std::thread runner([&] {
     CountingClock c;
     BatchClock clock(true);
-    for (int i = 0; i < starts; ++i) clock.next_start([&] { return c(); });
+    for (int i = 0; i < starts; ++i) clock.next_stamp([&] { return c(); });
     reads = c.reads;
   });
   runner.join();
@@ -147,7 +153,7 @@ TEST(BatchClock, TheRateIsTheProcessesNotAThreads) {
   {
     CountingClock c;
     BatchClock clock(true);
-    for (int i = 0; i < 3; ++i) clock.next_start([&] { return c(); });  // the second start calibrates
+    for (int i = 0; i < 3; ++i) clock.next_stamp([&] { return c(); });  // the second start calibrates
   }
   for (int t = 0; t < 3; ++t) EXPECT_EQ(clock_reads_of_a_batch_on_a_fresh_thread(100), 2) << "thread " << t;
 }
