@@ -68,8 +68,16 @@ TYPED_TEST(WaitPolicyContract, NeverEarlyAndInDeadlineOrder) {
   std::vector<kairos::ScheduledFuture<void>> fs;
   kairos::Scheduler s(this->options());
   auto base = steady::now();
-  kairos_test::Gate all_submitted;
-  auto holder = s.schedule_at([&] { all_submitted.wait(); }, base);
+  kairos_test::Gate holding, all_submitted;
+  auto holder = s.schedule_at([&] {
+    holding.open();
+    all_submitted.wait();
+  }, base);
+  // The holder runs before anything else is submitted: popped later, it could share its batch
+  // with deadlines a slow submitter let pass (then one submitted after that batch, and due
+  // before some of it, would start after them).
+  ASSERT_TRUE(holding.wait());
+  base = steady::now();
   for (int k = 0; k < kTasks; ++k) {
     int i = (k * 7) % kTasks;  // a permutation: deadlines do not follow submission order
     deadline[i] = base + 300us + i * 250us;
