@@ -151,6 +151,33 @@ TEST(Schedule, HugeDelaysNeitherOverflowNorDisturbOrder) {
   }
   EXPECT_EQ(s.shutdown_now().size(), 6u) << "shutdown_now() returns the tasks due never";
 }
+// Deadline order among tasks already due holds for what the queue holds when the runner takes
+// its batch (at most Shard::kMaxBatch due tasks, taken together in (deadline, seq) order). A
+// task submitted after that, with schedule_at() and a deadline already passed, starts as soon as
+// possible: after the batch taken before it, even if its deadline sorts before theirs, and
+// before every task still queued. Java's class cannot be asked for this (a negative delay is 0:
+// no task is due before its submission). README "What kairos does not promise" and
+// docs/design.md ("The batch's order window") say so; this test pins the window to that batch.
+TEST(Schedule, APastDeadlineSubmittedAfterTheRunnerTookItsBatchStartsAfterThatBatch) {
+  Manual s;
+  Recorder order;
+  Gate gate;
+  std::atomic<bool> holding{false};
+  const auto due = s.clock.now() + 10ms;
+  s.schedule_at([&] { holding = true; order.add(0); (void)gate.wait(); }, due);
+  for (int i = 1; i <= 3; ++i) s.schedule_at([&, i] { order.add(i); }, due);
+  s.schedule_at([&] { order.add(5); }, due + 1ms);  // not due when the batch is taken
+  s.clock.advance(10ms);                         // the batch: 0 (running), 1, 2, 3
+  ASSERT_TRUE(kairos_test::eventually([&] { return holding.load(); }));
+  s.clock.advance(1ms);                          // 5 is due now, and still in the queue
+  s.schedule_at([&] { order.add(4); }, due - 5ms);  // due before all of them: after the batch
+  gate.open();
+  s.settle();
+  EXPECT_EQ(order.ids(), (std::vector<int>{0, 1, 2, 3, 4, 5}))
+      << "a task due earlier but submitted after the runner took its batch starts after that "
+         "batch and before every task still queued";
+}
+
 
 TEST(Schedule, HugePeriodsRunOnceThenNeverAgain) {
   std::atomic<int> rate_runs{0}, delay_runs{0};
