@@ -120,13 +120,16 @@ class SortedRun {
   bool try_append(TaskBase* t) noexcept {
     if (live_ == 0) head_ = tail_ = 0;  // holes left behind go too
     if (tail_ - head_ == ring_.size() && !make_room()) return false;
-    refused_below_ = false;
-    ring_[slot(tail_)] = t;
-    t->queue_slot = tag_ | static_cast<std::uint32_t>(tail_ & kPositionMask);
-    ++tail_;
-    ++live_;
-    back_deadline_ = t->deadline;
-    back_seq_ = t->seq;
+    append_at_tail(t);
+    return true;
+  }
+
+  // try_append()'s common case, small enough to inline where the timer queue files a task (W6's
+  // and W7's take-in): a run that is not empty and whose ring has room. False, nothing changed,
+  // otherwise (the caller goes on with try_append()). accepts(t) holds.
+  bool try_append_in_room(TaskBase* t) noexcept {
+    if (live_ == 0 || tail_ - head_ == ring_.size()) return false;
+    append_at_tail(t);
     return true;
   }
 
@@ -257,6 +260,17 @@ class SortedRun {
  private:
   std::size_t slot(std::uint64_t position) const noexcept {
     return static_cast<std::size_t>(position) & (ring_.size() - 1);
+  }
+
+  // t at the tail, which has room: it becomes the back.
+  void append_at_tail(TaskBase* t) noexcept {
+    refused_below_ = false;
+    ring_[slot(tail_)] = t;
+    t->queue_slot = tag_ | static_cast<std::uint32_t>(tail_ & kPositionMask);
+    ++tail_;
+    ++live_;
+    back_deadline_ = t->deadline;
+    back_seq_ = t->seq;
   }
 
   void skip_holes() noexcept {
