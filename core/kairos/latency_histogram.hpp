@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -81,6 +82,35 @@ class LatencyHistogram {
     sum_ += static_cast<Sum>(v) * times;
     min_ = std::min(min_, v);
     max_ = std::max(max_, v);
+  }
+
+  // Counts each value of ns, as record() would one after another; count, sum, min and max are
+  // kept in registers across the values and stored once. A runner files a batch's lateness so
+  // (core/src/shard_leader.cpp): ~10 instructions a value fewer than record() in a loop.
+  void record_all(std::span<const std::int64_t> ns) noexcept {
+    std::uint64_t n = 0;
+    std::uint64_t below = 0;
+    std::uint64_t sum = 0;    // the sum's low 64 bits ...
+    std::uint64_t carries = 0;  // ... and how often they wrapped
+    std::uint64_t lo = min_;
+    std::uint64_t hi = max_;
+    for (const std::int64_t x : ns) {
+      if (x < 0) [[unlikely]] {
+        ++below;
+        continue;
+      }
+      const auto v = static_cast<std::uint64_t>(x);
+      ++counts_[bucket_index(x)];
+      ++n;
+      carries += __builtin_add_overflow(sum, v, &sum);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    count_ += n;
+    below_zero_ += below;
+    sum_ += (static_cast<Sum>(carries) << 64) + sum;
+    min_ = lo;
+    max_ = hi;
   }
 
   // Any std::chrono duration; converted to whole nanoseconds (truncated toward zero).

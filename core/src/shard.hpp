@@ -86,6 +86,7 @@ class Shard {
   static constexpr std::int64_t kRetryTakeInNs = 1'000'000;  // after the queue could not grow
   static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the
                                                              // next deadline is further away
+  static constexpr std::size_t kTakeInAhead = 8;  // take_in_all: nodes asked for this many tasks ahead
   static constexpr std::int64_t kHoldAheadNs = 2'000'000;  // a submission due later than this may
                                                           // be held back in the inbox (take_in_all)
 
@@ -295,7 +296,9 @@ class Shard {
   };
   void run_task(Slot& slot, BatchClock& clock, unsigned runner, RunMode mode) KAIROS_EXCLUDES(mu_);  // run_once
   void count_ran(const Slot& slot) KAIROS_REQUIRES(mu_);  // ran_ and the lateness of one started run
+  void count_ran(std::span<const std::int64_t> lateness) KAIROS_REQUIRES(mu_);  // ... of a batch's plain runs
   bool mark_plain_queued(TaskBase* t, std::uint32_t& s) noexcept;  // take_in's common case (under mu_; touches no field it guards)
+  static void prefetch_task_for_write(const TaskBase* t) noexcept;  // take_in_all, kTakeInAhead tasks ahead
   void run_hooked(TaskBase* t, std::int64_t deadline) KAIROS_EXCLUDES(mu_);  // run_task with Options' hooks (shard_hooks.cpp)
   // What run_once (completion.hpp) reports a failure to: on_uncaught, periodic_failures_.
   RunContext run_context() noexcept { return {engine_.on_uncaught.get(), &periodic_failures_}; }
@@ -357,8 +360,8 @@ class Shard {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // (CT1)
   }
   // ran_, cancelled_: one writer at a time, the holder of mu_ (no RMW); read without it.
-  void bump(std::atomic<std::uint64_t>& c) noexcept KAIROS_REQUIRES(mu_) {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept KAIROS_REQUIRES(mu_) {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
 
   const EngineState& engine_;

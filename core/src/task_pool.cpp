@@ -397,16 +397,6 @@ void prefetch_slots(const ClassCache& c) noexcept {
   for (void** p = c.bottom; p < c.top; p += 64 / sizeof(void*)) __builtin_prefetch(p, 0, 3);
 }
 
-// Asks for the line at p in the exclusive state (the caller will write it): a node freed by
-// another core is still in that core's cache. PREFETCHW is a no-op on cores that lack it.
-inline void prefetch_for_write(const void* p) noexcept {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
-
 // How many allocations ahead a node is asked for in the exclusive state. A node freed by the
 // leader is still in the leader's cache: the producer's first write to it waits for the line to
 // come over (a one-way handoff, 40 to 250 ns on the hosts measured), and the submission's first

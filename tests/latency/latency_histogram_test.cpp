@@ -269,6 +269,37 @@ TEST(LatencyHistogram, MergeEqualsRecordingTheUnion) {
   EXPECT_EQ(empty->to_json(), before);
 }
 
+// record_all() is record() in a loop: same buckets, count, below_zero, min, max and sum, also
+// when the values' sum passes 2^64 within one call (its low word wraps and is carried).
+TEST(LatencyHistogram, RecordAllEqualsRecordingEachValue) {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> d(10.0, 1.5);
+  auto each = std::make_unique<LatencyHistogram>();
+  auto all = std::make_unique<LatencyHistogram>();
+  std::vector<std::int64_t> chunk;
+  for (int round = 0; round < 2'000; ++round) {
+    chunk.clear();
+    const std::size_t size = rng() % 65;  // 0 to 64, a runner's batch
+    for (std::size_t i = 0; i < size; ++i) {
+      std::int64_t v = static_cast<std::int64_t>(d(rng)) - 100;  // a few negatives too
+      if (rng() % 16 == 0) v = LatencyHistogram::kMaxValue - static_cast<std::int64_t>(rng() % 1000);  // sums past 2^64
+      chunk.push_back(v);
+      each->record(v);
+    }
+    all->record_all(chunk);
+  }
+  EXPECT_GT(all->below_zero(), 0u);
+  EXPECT_EQ(all->max(), each->max());
+  EXPECT_GT(all->max(), LatencyHistogram::kMaxValue - 1000);
+  EXPECT_TRUE(*all == *each);  // every bucket and the 128-bit sum
+  EXPECT_EQ(all->to_json(), each->to_json());
+  EXPECT_EQ(all->count(), each->count());
+  EXPECT_EQ(all->min(), each->min());
+  EXPECT_EQ(all->mean(), each->mean());
+  all->record_all({});
+  EXPECT_TRUE(*all == *each);
+}
+
 TEST(LatencyHistogram, ResetForgetsEverything) {
   LatencyHistogram h, fresh;
   h.record(5);
