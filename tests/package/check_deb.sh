@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# check_deb.sh <source dir> <scratch dir> <c++ compiler> <version> <soversion>: builds kairos the
-# way a Debian package is built (shared library, Release, prefix /usr so GNUInstallDirs picks the
-# multiarch lib/<triplet>; cmake/KairosPackage.cmake), packages it with cpack -G DEB and checks:
+# check_deb.sh <source dir> <build dir> <scratch dir> <c++ compiler> <version> <soversion>: packages
+# with cpack -G DEB the build of kairos made the way a Debian package is built (build_shared.sh:
+# shared library, Release, prefix /usr so GNUInstallDirs picks the multiarch lib/<triplet>;
+# cmake/KairosPackage.cmake), and checks:
 #   - two packages, libkairos<soversion> (the shared libraries only: libkairos and the latency
 #     kit's libkairos-latency) and libkairos-dev (headers, the .so links, CMake and pkg-config
 #     files kairos.pc and kairos-latency.pc, both tools, their man pages, the Java harness), each
@@ -18,13 +19,9 @@
 #   - unpacked into a scratch root, the tools run from there, link the packaged libkairos and
 #     hold no path of the build machine.
 set -euo pipefail
-src=$1 scratch=$2 cxx=$3 version=$4 soversion=$5
-build=$scratch/build
+src=$1 build=$2 scratch=$3 cxx=$4 version=$5 soversion=$6
 rm -rf "$scratch" && mkdir -p "$scratch"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr \
-      -DCMAKE_CXX_COMPILER="$cxx" -DKAIROS_BUILD_TESTS=OFF -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=ON \
-      > "$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
-cmake --build "$build" -j2 > "$scratch/build.log" 2>&1 || { tail -50 "$scratch/build.log"; exit 1; }
+[ -f "$build/CPackConfig.cmake" ] || { echo "no build in $build (build_shared.sh makes it)"; exit 1; }
 (cd "$scratch" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$scratch/out" > cpack.log 2>&1) ||
   { cat "$scratch/cpack.log"; exit 1; }
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
