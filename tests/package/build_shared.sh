@@ -2,8 +2,9 @@
 # build_shared.sh <source dir> <build dir> <c++ compiler> <tools ON|OFF>: the one shared build
 # both package tests check (CTest fixture kairos_shared_build, tests/package/CMakeLists.txt):
 # kairos configured the way a Debian package is built (shared libraries, Release, prefix /usr so
-# GNUInstallDirs picks the multiarch lib/<triplet>; cmake/KairosPackage.cmake), tests and perf
-# off, the tools as the enclosing build has them (the package holds them; the exports check needs none).
+# GNUInstallDirs picks the multiarch lib/<triplet>; cmake/KairosPackage.cmake), tests, perf and
+# examples off (the examples install nothing, and the normal build builds and runs them), the
+# tools as the enclosing build has them (the package holds them; the exports check needs none).
 # check_deb.sh packages it with cpack; check_shared.sh installs its runtime and dev components
 # into a scratch prefix. Each test once configured and built a tree of its own (229 s and 94 s
 # of the release ctest on the 2-core CI host, the engine compiled twice); now the build is
@@ -15,6 +16,6 @@ src=$1 build=$2 cxx=$3 tools=$4
 rm -rf "$build" && mkdir -p "$build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr \
       -DCMAKE_CXX_COMPILER="$cxx" -DKAIROS_BUILD_TESTS=OFF -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS="$tools" \
-      > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+      -DKAIROS_BUILD_EXAMPLES=OFF > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j2 > "$build/build.log" 2>&1 || { tail -50 "$build/build.log"; exit 1; }
 echo "built $build"
