@@ -8,8 +8,8 @@
 // scheduler still works afterwards (or terminates, after a call that ends it). The outcome of
 // every cell is printed ("[cell] ..."), and the count ("callbacks x calls tested").
 //
-// Built twice (tests/core/CMakeLists.txt): callbacks_test against scheduler threads, and
-// callbacks_poll_test (KAIROS_TEST_POLL_MODE) against poll mode, where the test's own thread is
+// Linked twice (tests/core/CMakeLists.txt): callbacks_test against scheduler threads, and
+// callbacks_poll_test (kairos_test::kPollMode) against poll mode, where the test's own thread is
 // the loop (it polls): not the suite's LoopDriven wrapper, whose destructor joins its loop thread
 // and so cannot run inside a task of its own loop (the destructor is one of the calls tested).
 // Time is a ManualClock: a task is due when the test advances it; nothing waits for real time

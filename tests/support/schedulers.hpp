@@ -22,13 +22,20 @@ namespace kairos_test {
 
 using namespace std::chrono_literals;
 
-#if KAIROS_TEST_POLL_MODE
-// The *_poll executables (tests/core/CMakeLists.txt) run the same tests against poll mode: each
-// scheduler is an inline shard (Options::poll_mode) whose loop is a thread of the test's own,
-// polling while the test runs. Options that need scheduler threads are narrowed to what poll
-// mode has (one runner per shard); tests that are about threads skip themselves (SKIP_IN_POLL_MODE).
-inline constexpr bool kPollMode = true;
+namespace detail {
+// Which schedulers this executable's tests build: false in every test executable, true in the
+// *_poll_test ones (tests/core/CMakeLists.txt), decided when it is linked (poll_mode.cpp,
+// kairos_test_threads_mode or kairos_test_poll_mode): a test file is compiled once for both.
+extern const bool poll_mode_flag;
+}  // namespace detail
+// A reference bound to a constant-initialized object: readable from any static initializer.
+inline const bool& kPollMode = detail::poll_mode_flag;
 
+// In the *_poll executables the tests run against poll mode: each scheduler is an inline shard
+// (Options::poll_mode) whose loop is a thread of the test's own, polling while the test runs.
+// Options that need scheduler threads are narrowed to what poll mode has (one runner per shard);
+// tests that are about threads skip themselves (SKIP_IN_POLL_MODE). Elsewhere it is kairos's
+// scheduler as it stands: the options as given, no loop.
 template <class Clock>
 class LoopDriven : public kairos::BasicScheduler<Clock> {
   using Base = kairos::BasicScheduler<Clock>;
@@ -36,20 +43,22 @@ class LoopDriven : public kairos::BasicScheduler<Clock> {
  public:
   explicit LoopDriven(kairos::Options o = {})
     requires std::is_same_v<Clock, kairos::SteadyClock>
-      : Base(inline_shards(std::move(o))) {
+      : Base(for_mode(std::move(o))) {
     start();
   }
-  LoopDriven(kairos::Options o, Clock& clock) : Base(inline_shards(std::move(o)), clock) { start(); }
-  // As ~BasicScheduler: shutdown_now(), its tasks dropped, running tasks asked to stop — then
-  // the loop ends (after the task it runs returns) and ~BasicScheduler settles the rest.
+  LoopDriven(kairos::Options o, Clock& clock) : Base(for_mode(std::move(o)), clock) { start(); }
+  // In poll mode, as ~BasicScheduler: shutdown_now(), its tasks dropped, running tasks asked to
+  // stop — then the loop ends (after the task it runs returns) and ~BasicScheduler settles the rest.
   ~LoopDriven() {
+    if (!loop_.joinable()) return;
     this->shutdown_now().clear();
     stop_.store(true, std::memory_order_release);
     loop_.join();
   }
 
  private:
-  static kairos::Options inline_shards(kairos::Options o) {
+  static kairos::Options for_mode(kairos::Options o) {
+    if (!kPollMode) return o;
     o.poll_mode = true;
     o.threads_per_shard = 1;
     o.cpus.clear();
@@ -59,6 +68,7 @@ class LoopDriven : public kairos::BasicScheduler<Clock> {
   // The loop's first poll happens before the constructor returns: from then on it is the
   // loop's thread, and the test's wait_idle() / await_termination() wait for it.
   void start() {
+    if (!kPollMode) return;
     std::atomic<bool> first{false};
     loop_ = std::thread([this, &first] {
       this->poll();
@@ -73,13 +83,11 @@ class LoopDriven : public kairos::BasicScheduler<Clock> {
 };
 using ManualScheduler = LoopDriven<kairos::ManualClock>;
 using Scheduler = LoopDriven<kairos::SteadyClock>;
-#define SKIP_IN_POLL_MODE(why) GTEST_SKIP() << "poll mode: " << why
-#else
-inline constexpr bool kPollMode = false;
-using ManualScheduler = kairos::BasicScheduler<kairos::ManualClock>;
-using Scheduler = kairos::Scheduler;
-#define SKIP_IN_POLL_MODE(why) static_cast<void>(0)
-#endif
+// (if/else: the macro is a whole statement, safe after an if of the caller's.)
+#define SKIP_IN_POLL_MODE(why)          \
+  if (!::kairos_test::kPollMode) {      \
+  } else                                \
+    GTEST_SKIP() << "poll mode: " << why
 
 // One shard served by one thread: the tasks of a test run one at a time, in deadline order.
 inline kairos::Options single_thread() {
