@@ -132,16 +132,8 @@ class TimerQueue {
   [[gnu::noinline]] void push_by_rules(TaskBase* t) {
 #if !defined(KAIROS_NO_SORTED_RUNS)  // a measurement-only build files every task in the heap
     if (!t->never_due()) {
-      // One run busy (one delay class: W6's zero delays, W7's burst, W2's one window): rule 1
-      // has one candidate, so a task it accepts is filed there without the loop. first_ stays
-      // (the run was not empty, so t is not its front).
-      if (busy_ != 0 && (busy_ & (busy_ - 1)) == 0) {
-        SortedRun& only = runs_[static_cast<unsigned>(__builtin_ctz(busy_))];
-        if (only.accepts(t)) {
-          if (!only.try_append(t)) heap_.push(t);  // a ring that cannot grow: as below
-          return;
-        }
-      }
+      // push() files the one-busy-run case when the ring has room; with the ring full it comes
+      // here, and the loop finds that run as rule 1's only candidate and grows its ring.
       SortedRun* fit = nullptr;    // rule 1
       SortedRun* empty = nullptr;  // rule 2: one whose ring is already there if any
       SortedRun* nearest = nullptr;  // rule 3
