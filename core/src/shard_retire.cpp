@@ -142,15 +142,29 @@ void Shard::apply_policies(Lock& lk) {
     mu_.assert_held();
     drop_cancelled(lk, t, transition(t, kPending, kCancelled));
   });
-  // A task waiting in a runner's batch was due when it was popped, and stays allowed; one
-  // re-armed there since (to later: it is no longer due) is judged at its newest key, as in the
-  // queue: refused, it is cancelled before shutdown() returns, its callable and awaiters
-  // released after mu_ under a reference of ours (bury), its node by its runner. Only a
-  // re-armable task can have moved, and only a delayed one can be refused: one read of its keys.
-  if (engine_.exec_delayed.load(std::memory_order_acquire)) return;  // (PO2) delayed tasks stay
+  // A task waiting in a runner's batch was due when it was popped. A periodic one not yet
+  // started is refused as in the queue when periodic tasks stop at shutdown (several may share a
+  // batch: pop_due, next_run_after), as Java's run() checks its run state before each run: it is
+  // cancelled before shutdown() returns, its callable and awaiters released after mu_ under a
+  // reference of ours (bury), its node by its runner. A run already started (kRunning) ends, and
+  // its runner cancels the series after it (after_run). A one-shot task stays allowed, unless it
+  // was re-armed there since (to later: it is no longer due): judged at its newest key, as in the
+  // queue. Only a re-armable task can have moved, and only a delayed one can be refused: one read
+  // of its keys.
+  const bool periodic_stop = !engine_.continue_periodic.load(std::memory_order_acquire);  // (PO2)
+  const bool delayed_stop = !engine_.exec_delayed.load(std::memory_order_acquire);       // (PO2)
+  if (!periodic_stop && !delayed_stop) return;
   for (const std::vector<TaskBase*>& popped : batches_)
     for (TaskBase* t : popped) {
-      if (t == nullptr || !(t->flags & kRearmable)) continue;
+      if (t == nullptr) continue;
+      if (t->periodic()) {
+        if (periodic_stop && cancel_in_batch(lk, t)) {
+          add_ref(t);
+          bury_later(t, /*drop_callable=*/true);
+        }
+        continue;
+      }
+      if (!delayed_stop || !(t->flags & kRearmable)) continue;
       const std::optional<FiledKey> k = newest_key(t);  // nullopt: no longer pending
       // The filed key as a snapshot: its runner adopts a re-arm without mu_ (try_start), and
       // then refiles it itself, judged again at that key (refiled_after_shutdown).

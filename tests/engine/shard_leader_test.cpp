@@ -3,6 +3,8 @@
 // inbox held is taken in right after. The newest far-future submissions of the leader's drain
 // are held back in the inbox (take_in_all): a cancel then finds them not taken in (no remove
 // request), they still run on time and in order, and every lifecycle call still reaches them.
+// Periodic tasks due together share a batch unless one is behind its schedule (pop_due), and
+// shutdown() cancels those not yet started there (apply_policies).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -158,6 +160,66 @@ TEST(HeldBack, AfterShutdownTheHeldTasksStillRun) {
   s.shutdown();
   EXPECT_TRUE(s.await_termination(kairos_test::kPatience));
   EXPECT_EQ(ran.load(), kHighWater);
+}
+
+// ---- periodic runs in a batch ----------------------------------------------------------------------
+// Periodic tasks due together whose next runs come after the batch's `now` start in one batch
+// and are re-queued at its end (Shard::next_run_after): while the last of them runs, the earlier
+// ones are not back in the queue yet. One at a time (each periodic task its own batch, the old
+// way) they would be: queue_size() 2 there, not 0.
+TEST(PeriodicBatch, PeriodicTasksDueTogetherStartInOneBatchAndAreReQueuedAtItsEnd) {
+  kairos_test::Manual s;
+  std::atomic<int> c_runs{0};
+  std::atomic<std::int64_t> queued_during_c{-1};
+  s.schedule_at_fixed_rate([] {}, 1ms, 1ms);                                             // A
+  s.schedule_with_fixed_delay([] {}, 1ms, 1ms);                                          // B
+  s.schedule_at_fixed_rate([&] {                                                         // C
+    if (c_runs.fetch_add(1) == 0) queued_during_c.store(static_cast<std::int64_t>(s.queue_size()));
+  }, 1ms, 1ms);
+  // Taken in now (queue_size takes in what arrived): a leader armed for A's deadline is not woken
+  // by B and C (not earlier), and a reached deadline's batch is popped before the next drain.
+  ASSERT_EQ(s.queue_size(), 3u);
+  s.step(1ms);
+  ASSERT_EQ(c_runs.load(), 1);
+  EXPECT_EQ(queued_during_c.load(), 0) << "A and B were re-queued before C ran: not one batch";
+  EXPECT_EQ(s.queue_size(), 3u);  // all three back, their next runs due at 2 ms
+  s.step(1ms);
+  EXPECT_EQ(c_runs.load(), 2);
+}
+
+// A fixed-rate task behind its schedule (its next run is due at the batch's `now` or before) still
+// ends its batch: each catch-up run is re-queued before anything later is popped, so it keeps its
+// place in (deadline, seq) order among one-shot tasks. Time jumps 5 ms at once: A's runs are due
+// at 1..5 ms, C at 2.5 ms, B at 3 ms (submitted after A: A's run at 3 ms goes first).
+TEST(PeriodicBatch, CatchUpRunsKeepTheirPlaceAmongOneShotTasks) {
+  kairos_test::Manual s;
+  kairos_test::Recorder order;
+  std::atomic<int> a_runs{0};
+  s.schedule_at_fixed_rate([&] { order.add(a_runs.fetch_add(1) + 1); }, 1ms, 1ms);  // 1, 2, 3, 4, 5
+  s.schedule([&] { order.add(30); }, 3ms);                                           // B
+  s.schedule([&] { order.add(25); }, 2500us);                                        // C
+  ASSERT_EQ(s.queue_size(), 3u);  // all three in the timer queue when the clock jumps
+  s.step(5ms);
+  EXPECT_EQ(order.ids(), (std::vector<int>{1, 2, 25, 3, 30, 4, 5}));
+}
+
+// shutdown() from the batch's first task: the periodic tasks waiting behind it in the same batch
+// do not start (periodic tasks stop at shutdown by default; Java's run() checks its run state
+// before each run). shutdown() cancels them where they wait (Shard::apply_policies), as it
+// cancels those in the queue; a run already started would end, and its series with it.
+TEST(PeriodicBatch, ShutdownCancelsThePeriodicTasksWaitingInTheBatch) {
+  kairos_test::Manual s;
+  std::atomic<int> periodic_runs{0};
+  auto stopper = s.schedule([&] { s.shutdown(); }, 1ms);
+  auto a = s.schedule_at_fixed_rate([&] { periodic_runs.fetch_add(1); }, 1ms, 1ms);
+  auto b = s.schedule_with_fixed_delay([&] { periodic_runs.fetch_add(1); }, 1ms, 1ms);
+  ASSERT_EQ(s.queue_size(), 3u);  // all three popped in one batch when the clock moves
+  s.clock.advance(1ms);
+  ASSERT_TRUE(s.await_termination(kPatience));
+  EXPECT_EQ(stopper.wait_for(kPatience), std::future_status::ready);
+  EXPECT_EQ(periodic_runs.load(), 0) << "a periodic task popped with the stopper ran after shutdown() returned";
+  EXPECT_TRUE(a.is_cancelled());
+  EXPECT_TRUE(b.is_cancelled());
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryWaitPolicy, ShardLeader,
