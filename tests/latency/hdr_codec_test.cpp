@@ -11,6 +11,8 @@
 #include <histogram_json.hpp>
 #include <json_input.hpp>
 
+#include "scratch_dir.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -230,8 +232,8 @@ Java& java() {
       r.why_not = "no JDK (javac, java)";
       return r;
     }
-    r.dir = std::filesystem::temp_directory_path() / ("kairos-hdr-java-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(r.dir);
+    static const kairos_test::ScratchDir scratch("kairos-hdr-java-");  // removed at exit
+    r.dir = scratch.path();
     const std::string cmd = "javac -cp " + jar + " -d " + r.dir.string() + " " + KAIROS_HDR_JAVA_SOURCE + " 2>&1";
     if (std::system(cmd.c_str()) != 0) {
       r.why_not = "javac could not compile HdrCrossCheck.java";

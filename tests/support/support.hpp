@@ -7,6 +7,8 @@
 //                      threads(), ns()
 //   recorder.hpp       Recorder: the order in which task bodies ran
 //   stress_budget.hpp  KAIROS_STRESS_SECONDS / _SEED / KAIROS_SOAK_SECONDS, sanitized_build()
+//   scratch_dir.hpp    ScratchDir: a test process's own directory under $TMPDIR, removed at exit
+//                      (included by the tests that write files, not here)
 #pragma once
 #include "patience.hpp"
 #include "recorder.hpp"

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
+
 namespace {
 
 struct Result {
@@ -34,7 +36,8 @@ Result gate(const std::string& args) {
 }
 
 std::string write(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("kairos-gate-cli-" + std::to_string(::getpid()) + "-" + name);
+  static const kairos_test::ScratchDir dir("kairos-gate-cli-");  // removed at exit
+  const auto path = dir / name;
   std::ofstream(path) << text;
   return path.string();
 }

@@ -25,6 +25,7 @@
 
 #include <kairos/hdr_codec.hpp>
 
+#include "scratch_dir.hpp"
 #include "spectrum.hpp"
 
 namespace {
@@ -51,9 +52,8 @@ Result run(const std::string& args) {
 }
 
 fs::path scratch() {
-  static const fs::path dir = fs::temp_directory_path() / ("kairos-lat-spectrum-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  static const kairos_test::ScratchDir dir("kairos-lat-spectrum-");  // removed at exit
+  return dir.path();
 }
 
 fs::path write(const std::string& name, const std::string& text) {
