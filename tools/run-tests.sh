@@ -12,13 +12,14 @@ jobs=$(nproc)
 # advises; the address+undefined build at -Og (the same file: 17.1 s at -O1 -g1, 11.4 at -Og -g1:
 # UBSan's checks are costly to optimise), still inlining and still fast enough for every timing
 # bound; the normal build keeps -O2, the code users run.
+# (configure_build and build/release's configuration: tools/build-config.sh, shared with the demo,
+# whose kairos-lat this build then reuses.)
+source tools/build-config.sh
 run() {  # run <build dir> <optimisation> <cmake args...>
   local dir=$1 opt=$2; shift 2
   local t0=$SECONDS
   echo "==== kairos: build $dir ($opt -g1 $*)"
-  mkdir -p "$dir"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$opt -g1 -DNDEBUG" "$@" \
-    > "$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
+  configure_build "$dir" "$opt" "$@"
   cmake --build "$dir" -j"$jobs"
   echo "==== kairos: ctest $dir (built in $((SECONDS - t0)) s)"
   t0=$SECONDS
@@ -27,7 +28,7 @@ run() {  # run <build dir> <optimisation> <cmake args...>
 }
 # CI soaks for a minute (resident memory flat, lateness p99 not drifting); 10 s elsewhere.
 if [ "${CI:-}" = true ]; then export KAIROS_SOAK_SECONDS=${KAIROS_SOAK_SECONDS:-60}; fi
-run build/release -O2 -DKAIROS_BUILD_PERF=ON -DKAIROS_BUILD_TOOLS=ON
+run "$release_dir" "$release_opt" "${release_args[@]}"
 if [ "${KAIROS_SANITIZERS:-1}" = 1 ]; then
   export KAIROS_STRESS_SECONDS=${KAIROS_STRESS_SECONDS:-1} KAIROS_MODEL_SECONDS=${KAIROS_MODEL_SECONDS:-5} KAIROS_SOAK_SECONDS=5
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1"

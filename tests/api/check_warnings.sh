@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # check_warnings.sh <source dir> <scratch dir> <compiler>...: what a user who builds with
-# -Wall -Wextra -Wpedantic -Werror includes or copies must compile under each given compiler:
+# -Wall -Wextra -Wpedantic -Wshadow -Werror includes or copies must compile under each given
+# compiler (the headers: each alone under the first, all in one file under the others):
 #   - every installed public header on its own (core/kairos/**/*.hpp, detail/ too,
 #     policies/kairos/*.hpp and the latency kit's latency/kairos/*.hpp), as the first include
 #     of a file; asio/kairos/asio.hpp too, under each compiler that finds Boost.Asio's headers
-#     (skipped with a message under one that does not: Boost is that header's users' dependency);
+#     (skipped with a message under one that does not: Boost is that header's users' dependency),
+#     and the metrics component's metrics/kairos/metrics.hpp under each that finds
+#     prometheus-cpp's (the component is left out of a build without them). The one check that
+#     each header compiles alone (a CMake target compiled them all again with the build's flags);
 #   - every ```cpp block of README.md, extracted here, so the README cannot drift from it: a block
 #     with a main() is compiled as it stands; any other is a fragment, compiled as the body of a
 #     function after <kairos/kairos.hpp> and the kit's <kairos/pacer.hpp>, with the names the README leaves to the reader
@@ -15,16 +19,16 @@
 # A compiler given as "-" or that is not installed is skipped with a message (clang is optional).
 set -euo pipefail
 src=$1 scratch=$2; shift 2
-flags=(-std=c++20 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$src/core" -I"$src/policies" -I"$src/latency"
-       -I"$src/asio")
+flags=(-std=c++20 -Wall -Wextra -Wpedantic -Wshadow -Werror -fsyntax-only -I"$src/core" -I"$src/policies"
+       -I"$src/latency" -I"$src/asio" -I"$src/metrics")
 rm -rf "$scratch" && mkdir -p "$scratch/headers" "$scratch/readme"
 
 # One translation unit per header.
-units=()
+header_units=()
 while IFS= read -r h; do
   name=$(echo "$h" | tr '/' '_')
   printf '#include <%s>\n' "$h" > "$scratch/headers/${name%.hpp}.cpp"
-  units+=("$scratch/headers/${name%.hpp}.cpp")
+  header_units+=("$scratch/headers/${name%.hpp}.cpp")
 done < <(cd "$src/core" && find kairos -name '*.hpp' | sort; cd "$src/policies" && find kairos -name '*.hpp' | sort;
             cd "$src/latency" && find kairos -name '*.hpp' | sort)
 
@@ -36,11 +40,20 @@ while IFS= read -r h; do
   asio_units+=("$scratch/headers/asio_${name%.hpp}.cpp")
 done < <(cd "$src/asio" && find kairos -name '*.hpp' | sort)
 
+# kairos/metrics.hpp: compiled only where prometheus-cpp's headers are found (below).
+metrics_units=()
+while IFS= read -r h; do
+  name=$(echo "$h" | tr '/' '_')
+  printf '#include <%s>\n' "$h" > "$scratch/headers/metrics_${name%.hpp}.cpp"
+  metrics_units+=("$scratch/headers/metrics_${name%.hpp}.cpp")
+done < <(cd "$src/metrics" && find kairos -name '*.hpp' | sort)
+
 # One per README block.
 awk -v dir="$scratch/readme" '
   /^```cpp[[:space:]]*$/ { n++; file = sprintf("%s/block%d.txt", dir, n); inside = 1; next }
   /^```/                 { if (inside) close(file); inside = 0; next }
   inside                 { print > file }' "$src/README.md"
+units=()
 blocks=0
 for b in "$scratch"/readme/block*.txt; do
   [ -e "$b" ] || continue
@@ -63,24 +76,41 @@ done
 [ "$blocks" -ge 2 ] || { echo "found $blocks cpp blocks in README.md (expected the quick start and the Pacer's)"; exit 1; }
 units+=("$(dirname "$0")/designated_options.cpp")
 
+# The first compiler compiles each header alone (that each is self-contained: the same standard
+# library headers under both, libstdc++); the others look for their own warnings in one file
+# that includes every header, a second pass of 40-odd files costing them ~1 s each. The README
+# blocks and designated_options.cpp go through every compiler one by one.
 compilers=0 fail=0
 for cxx in "$@"; do
   if [ "$cxx" = - ] || ! command -v "$cxx" > /dev/null 2>&1; then
     echo "skipped: compiler '$cxx' is not installed"; continue
   fi
   compilers=$((compilers + 1))
-  these=("${units[@]}")
+  headers=("${header_units[@]}")
   if printf '#include <boost/asio/version.hpp>\n' | "$cxx" -std=c++20 -fsyntax-only -x c++ - > /dev/null 2>&1; then
-    these+=("${asio_units[@]}")
+    headers+=("${asio_units[@]}")
   else
     echo "$cxx: no Boost.Asio headers: kairos/asio.hpp skipped"
+  fi
+  if printf '#include <prometheus/collectable.h>\n' | "$cxx" -std=c++20 -fsyntax-only -x c++ - > /dev/null 2>&1; then
+    headers+=("${metrics_units[@]}")
+  else
+    echo "$cxx: no prometheus-cpp headers: kairos/metrics.hpp skipped"
+  fi
+  if [ "$compilers" = 1 ]; then
+    these=("${headers[@]}" "${units[@]}")
+    how="each header alone"
+  else
+    cat "${headers[@]}" > "$scratch/headers/all_$compilers.cpp"
+    these=("$scratch/headers/all_$compilers.cpp" "${units[@]}")
+    how="the ${#headers[@]} headers in one file"
   fi
   for u in "${these[@]}"; do
     if ! "$cxx" "${flags[@]}" "$u" > "$scratch/log" 2>&1; then
       echo "== $cxx ${flags[*]} $u"; cat "$scratch/log"; fail=1
     fi
   done
-  echo "$cxx: ${#these[@]} files ($blocks README blocks) compiled with ${flags[*]:0:5}"
+  echo "$cxx: $how, $blocks README blocks and designated_options.cpp compiled with ${flags[*]:0:6}"
 done
 [ "$compilers" -ge 1 ] || { echo "no compiler ran"; exit 1; }
 exit $fail

@@ -5,6 +5,8 @@
 #   usage: tests/fuzz/run_fuzz.sh [seconds per target]   (default 30, or KAIROS_FUZZ_SECONDS)
 #   KAIROS_TOOLS_FUZZ_BUILD_DIR  build directory (default: $TMPDIR/kairos-build-tools-fuzz)
 #   KAIROS_FUZZ_SANITIZE         sanitizers for the whole build (default: address,undefined)
+#   KAIROS_FUZZ_STEPS            "build run" (default), "build" or "run" (the targets already
+#                                built): CI builds both fuzz scripts' targets, then runs them side by side
 # Each target starts from its committed seed corpus (tests/fuzz/corpus/<target>/, read only) and
 # keeps what it finds in <build dir>/corpus/<target>/ between runs. A crash, a sanitizer report,
 # an exception other than the reader's own error or a hang stops the script with the target's
@@ -22,12 +24,16 @@ if [[ -z "$cxx" ]]; then
 fi
 targets=(gate_reader_fuzz lat_records_fuzz hdr_decoder_fuzz)
 
-generator=()
-command -v ninja > /dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" \
-  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=ON -DKAIROS_SANITIZE="$sanitize" > /dev/null
-cmake --build "$build" --target "${targets[@]}" -j2
+steps="${KAIROS_FUZZ_STEPS:-build run}"
+if [[ " $steps " == *" build "* ]]; then
+  generator=()
+  command -v ninja > /dev/null && generator=(-G Ninja)
+  cmake -S "$root" -B "$build" "${generator[@]}" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+    -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=ON -DKAIROS_SANITIZE="$sanitize" > /dev/null
+  cmake --build "$build" --target "${targets[@]}" -j2
+fi
+[[ " $steps " == *" run "* ]] || exit 0
 
 cd "$build"
 for t in "${targets[@]}"; do

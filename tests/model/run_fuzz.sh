@@ -5,6 +5,8 @@
 #   KAIROS_FUZZ_BUILD_DIR  build directory (default: $TMPDIR/kairos-build-fuzz)
 #   KAIROS_FUZZ_SANITIZE   sanitizers for the whole build (default: address,undefined; '' for none)
 #   KAIROS_FUZZ_CORPUS     corpus directory, kept between runs (default: <build dir>/corpus)
+#   KAIROS_FUZZ_STEPS      "build run" (default), "build" or "run" (the target already built):
+#                          CI builds both fuzz scripts' targets, then runs them side by side
 # A difference between kairos and the model aborts the run and prints the shrunk sequence as a
 # GoogleTest test to paste into tests/model/model_test.cpp; libFuzzer saves the input as crash-*.
 set -euo pipefail
@@ -20,12 +22,16 @@ if [[ -z "$cxx" ]]; then
   exit 2
 fi
 
-generator=()
-command -v ninja > /dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" \
-  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF -DKAIROS_SANITIZE="$sanitize" > /dev/null
-cmake --build "$build" --target kairos_model_fuzz -j2
+steps="${KAIROS_FUZZ_STEPS:-build run}"
+if [[ " $steps " == *" build "* ]]; then
+  generator=()
+  command -v ninja > /dev/null && generator=(-G Ninja)
+  cmake -S "$root" -B "$build" "${generator[@]}" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+    -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF -DKAIROS_SANITIZE="$sanitize" > /dev/null
+  cmake --build "$build" --target kairos_model_fuzz -j2
+fi
+[[ " $steps " == *" run "* ]] || exit 0
 
 mkdir -p "$corpus"
 cd "$build"
