@@ -23,30 +23,23 @@ flags=(-std=c++20 -Wall -Wextra -Wpedantic -Wshadow -Werror -fsyntax-only -I"$sr
        -I"$src/latency" -I"$src/asio" -I"$src/metrics")
 rm -rf "$scratch" && mkdir -p "$scratch/headers" "$scratch/readme"
 
-# One translation unit per header.
-header_units=()
-while IFS= read -r h; do
-  name=$(echo "$h" | tr '/' '_')
-  printf '#include <%s>\n' "$h" > "$scratch/headers/${name%.hpp}.cpp"
-  header_units+=("$scratch/headers/${name%.hpp}.cpp")
-done < <(cd "$src/core" && find kairos -name '*.hpp' | sort; cd "$src/policies" && find kairos -name '*.hpp' | sort;
-            cd "$src/latency" && find kairos -name '*.hpp' | sort)
-
-# kairos/asio.hpp: compiled only where Boost.Asio is found (below).
-asio_units=()
-while IFS= read -r h; do
-  name=$(echo "$h" | tr '/' '_')
-  printf '#include <%s>\n' "$h" > "$scratch/headers/asio_${name%.hpp}.cpp"
-  asio_units+=("$scratch/headers/asio_${name%.hpp}.cpp")
-done < <(cd "$src/asio" && find kairos -name '*.hpp' | sort)
-
-# kairos/metrics.hpp: compiled only where prometheus-cpp's headers are found (below).
-metrics_units=()
-while IFS= read -r h; do
-  name=$(echo "$h" | tr '/' '_')
-  printf '#include <%s>\n' "$h" > "$scratch/headers/metrics_${name%.hpp}.cpp"
-  metrics_units+=("$scratch/headers/metrics_${name%.hpp}.cpp")
-done < <(cd "$src/metrics" && find kairos -name '*.hpp' | sort)
+# One translation unit per header: header_units <prefix> <root>... writes one file per header of
+# each root's kairos/ and prints its path.
+header_units() {
+  local prefix=$1 root; shift
+  for root in "$@"; do
+    (cd "$src/$root" && find kairos -name '*.hpp' | sort) | while IFS= read -r h; do
+      local name; name=$(echo "$h" | tr '/' '_')
+      printf '#include <%s>\n' "$h" > "$scratch/headers/$prefix${name%.hpp}.cpp"
+      echo "$scratch/headers/$prefix${name%.hpp}.cpp"
+    done
+  done
+}
+mapfile -t header_units < <(header_units "" core policies latency)
+# kairos/asio.hpp and kairos/metrics.hpp: compiled only where Boost.Asio's and prometheus-cpp's
+# headers are found (below).
+mapfile -t asio_units < <(header_units asio_ asio)
+mapfile -t metrics_units < <(header_units metrics_ metrics)
 
 # One per README block.
 awk -v dir="$scratch/readme" '
