@@ -284,7 +284,6 @@ class Shard {
   std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave)
       KAIROS_REQUIRES(mu_);
   std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) KAIROS_REQUIRES(mu_);
-  static bool next_run_after(const TaskBase* t, std::int64_t now) noexcept;
   bool start_stoppable(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
   // The batch loop of both runners (run_worker, poll): held on entry and exit, released while the
   // batch runs. Returns the executions started.

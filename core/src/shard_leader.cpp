@@ -473,6 +473,20 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
 }
 
 // ---- pop: the due tasks into a batch ------------------------------------------------------------
+namespace {
+// A periodic task's next run is due after `now`, so after every task a batch popped at `now`
+// holds and every task it leaves due: it may share that batch and be re-queued at its end
+// (after_run), in (deadline, seq) order as ever (W4: 16 fixed-rate tasks due together run as one
+// batch, not one lock, pop and clock read each). Fixed rate: this run's deadline + period.
+// Fixed delay: the end of this run (read after `now`, on the same clock) + a period > 0
+// (submit_periodic), past the clock's range never due. A task behind (a fixed-rate run due at or
+// before `now` comes next) ends its batch as before, so catch-up runs keep their place in line.
+bool next_run_after(const TaskBase* t, std::int64_t now) noexcept {
+  if (t->flags & kFixedDelay) return true;
+  return add_saturated(t->deadline, static_cast<const PeriodicBase*>(t)->period) > now;
+}
+}  // namespace
+
 // At most `max` (<= kMaxBatch) due tasks into `batch`.
 std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) {
   KAIROS_DCHECK(lk.owns_lock() && max <= kMaxBatch);
@@ -506,18 +520,6 @@ std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t 
                                                           // before the rest, re-queue it first
   }
   return n;
-}
-
-// A periodic task's next run is due after `now`, so after every task a batch popped at `now`
-// holds and every task it leaves due: it may share that batch and be re-queued at its end
-// (after_run), in (deadline, seq) order as ever (W4: 16 fixed-rate tasks due together run as one
-// batch, not one lock, pop and clock read each). Fixed rate: this run's deadline + period.
-// Fixed delay: the end of this run (read after `now`, on the same clock) + a period > 0
-// (submit_periodic), past the clock's range never due. A task behind (a fixed-rate run due at or
-// before `now` comes next) ends its batch as before, so catch-up runs keep their place in line.
-bool Shard::next_run_after(const TaskBase* t, std::int64_t now) noexcept {
-  if (t->flags & kFixedDelay) return true;
-  return add_saturated(t->deadline, static_cast<const PeriodicBase*>(t)->period) > now;
 }
 
 // A task taking a stop token starts under mu_: a fresh stop source (written before the task is

@@ -164,7 +164,7 @@ TEST(HeldBack, AfterShutdownTheHeldTasksStillRun) {
 
 // ---- periodic runs in a batch ----------------------------------------------------------------------
 // Periodic tasks due together whose next runs come after the batch's `now` start in one batch
-// and are re-queued at its end (Shard::next_run_after): while the last of them runs, the earlier
+// and are re-queued at its end (next_run_after, shard_leader.cpp): while the last of them runs, the earlier
 // ones are not back in the queue yet. One at a time (each periodic task its own batch, the old
 // way) they would be: queue_size() 2 there, not 0.
 TEST(PeriodicBatch, PeriodicTasksDueTogetherStartInOneBatchAndAreReQueuedAtItsEnd) {
