@@ -99,22 +99,35 @@ TEST(HeldBack, CancelsOfTheNewestFarTimeoutsAfterADrainPostNoRemoveRequest) {
   s.shutdown_now();
 }
 
-// Held back, still on time: the newest submissions are due in 300 ms, everything older in an
-// hour. The leader must wake for the held ones though its timer queue's earliest is an hour away.
+// Held back, still on time: the newest submissions are due in 2 s, everything older in an hour.
+// The leader must wake for the held ones though its timer queue's earliest is an hour away. The
+// leader takes the held ones in kHoldAheadNs before they are due, so a round whose check of
+// held_for_testing() comes later than 1.5 s after their submission (the test thread stalled:
+// once, 300 ms under ThreadSanitizer beside another suite, when these were due in 300 ms) says
+// nothing and is tried again.
 TEST(HeldBack, HeldTasksRunOnTimeThoughTheQueueHoldsOnlyLaterOnes) {
-  kairos::Scheduler s;
-  Shard* shard = Shard::g_newest_for_testing.load();
-  ASSERT_NE(shard, nullptr);
-  std::atomic<std::size_t> ran{0};
-  std::vector<kairos::ScheduledFuture<void>> later;
-  later.reserve(kHighWater);
-  for (std::size_t i = 0; i < kHighWater - 1000; ++i) later.push_back(s.schedule([] {}, 1h));
-  for (std::size_t i = 0; i < 1000; ++i) s.schedule([&] { ran.fetch_add(1); }, 300ms);
-  ASSERT_TRUE(leader_drained(shard, kHighWater));
-  EXPECT_GT(shard->held_for_testing(), 0u);
-  EXPECT_TRUE(kairos_test::eventually([&] { return ran.load() == 1000; })) << ran.load() << " of 1,000 ran";
-  EXPECT_EQ(s.queue_size(), kHighWater - 1000);
-  s.shutdown_now();
+  int rounds_that_said_something = 0;
+  for (int round = 0; round < 3 && rounds_that_said_something == 0; ++round) {
+    kairos::Scheduler s;
+    Shard* shard = Shard::g_newest_for_testing.load();
+    ASSERT_NE(shard, nullptr);
+    std::atomic<std::size_t> ran{0};
+    std::vector<kairos::ScheduledFuture<void>> later;
+    later.reserve(kHighWater);
+    for (std::size_t i = 0; i < kHighWater - 1000; ++i) later.push_back(s.schedule([] {}, 1h));
+    const auto submitted = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < 1000; ++i) s.schedule([&] { ran.fetch_add(1); }, 2s);
+    ASSERT_TRUE(leader_drained(shard, kHighWater));
+    const std::size_t held = shard->held_for_testing();
+    const bool in_time = std::chrono::steady_clock::now() - submitted < 1500ms;
+    EXPECT_TRUE(kairos_test::eventually([&] { return ran.load() == 1000; })) << ran.load() << " of 1,000 ran";
+    EXPECT_EQ(s.queue_size(), kHighWater - 1000);
+    s.shutdown_now();
+    if (!in_time) continue;
+    ++rounds_that_said_something;
+    EXPECT_GT(held, 0u);
+  }
+  if (rounds_that_said_something == 0) GTEST_SKIP() << "the drain was never checked within 1.5 s of the submissions";
 }
 
 // Equal deadlines across the boundary between the tasks taken in and the ones held back: they
