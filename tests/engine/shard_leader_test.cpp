@@ -161,18 +161,28 @@ TEST(HeldBack, ShutdownNowReturnsTheHeldTasksAndWaitIdleDoesNotWaitForThem) {
 }
 
 // After shutdown() (delayed tasks still run: Java's default policy) the held tasks are taken in
-// and run at their deadline; the scheduler then terminates.
+// and run at their deadline; the scheduler then terminates. Due in 2 s (a round whose check came
+// 1.5 s late says nothing about holding; see HeldTasksRunOnTimeThoughTheQueueHoldsOnlyLaterOnes).
 TEST(HeldBack, AfterShutdownTheHeldTasksStillRun) {
-  kairos::Scheduler s;
-  Shard* shard = Shard::g_newest_for_testing.load();
-  ASSERT_NE(shard, nullptr);
-  std::atomic<std::size_t> ran{0};
-  for (std::size_t i = 0; i < kHighWater; ++i) s.schedule([&] { ran.fetch_add(1); }, 200ms);
-  ASSERT_TRUE(leader_drained(shard, kHighWater));
-  EXPECT_GT(shard->held_for_testing(), 0u);
-  s.shutdown();
-  EXPECT_TRUE(s.await_termination(kairos_test::kPatience));
-  EXPECT_EQ(ran.load(), kHighWater);
+  int rounds_that_said_something = 0;
+  for (int round = 0; round < 3 && rounds_that_said_something == 0; ++round) {
+    kairos::Scheduler s;
+    Shard* shard = Shard::g_newest_for_testing.load();
+    ASSERT_NE(shard, nullptr);
+    std::atomic<std::size_t> ran{0};
+    const auto submitted = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < kHighWater; ++i) s.schedule([&] { ran.fetch_add(1); }, 2s);
+    ASSERT_TRUE(leader_drained(shard, kHighWater));
+    const std::size_t held = shard->held_for_testing();
+    const bool in_time = std::chrono::steady_clock::now() - submitted < 1500ms;
+    s.shutdown();
+    EXPECT_TRUE(s.await_termination(kairos_test::kPatience));
+    EXPECT_EQ(ran.load(), kHighWater);
+    if (!in_time) continue;
+    ++rounds_that_said_something;
+    EXPECT_GT(held, 0u);
+  }
+  if (rounds_that_said_something == 0) GTEST_SKIP() << "the drain was never checked within 1.5 s of the submissions";
 }
 
 // ---- periodic runs in a batch ----------------------------------------------------------------------
