@@ -17,21 +17,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 seconds="${1:-${KAIROS_FUZZ_SECONDS:-30}}"
 build="${KAIROS_TOOLS_FUZZ_BUILD_DIR:-${TMPDIR:-/tmp}/kairos-build-tools-fuzz}"
 sanitize="${KAIROS_FUZZ_SANITIZE-address,undefined}"
-cxx="$(command -v clang++ || command -v clang++-14 || true)"
-if [[ -z "$cxx" ]]; then
-  echo "run_fuzz.sh: clang++ not found (apt-get install -y clang libclang-rt-14-dev)" >&2
-  exit 2
-fi
+source "$root/tests/fuzz/fuzz_build.sh"
+cxx="$(fuzz_clang)" || exit 2
 targets=(gate_reader_fuzz lat_records_fuzz hdr_decoder_fuzz)
 
 steps="${KAIROS_FUZZ_STEPS:-build run}"
 if [[ " $steps " == *" build "* ]]; then
-  generator=()
-  command -v ninja > /dev/null && generator=(-G Ninja)
-  cmake -S "$root" -B "$build" "${generator[@]}" \
-    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-    -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=ON -DKAIROS_SANITIZE="$sanitize" > /dev/null
-  cmake --build "$build" --target "${targets[@]}" -j2
+  fuzz_build "$root" "$build" "$cxx" "$sanitize" ON "${targets[@]}"
 fi
 [[ " $steps " == *" run "* ]] || exit 0
 

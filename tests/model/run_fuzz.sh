@@ -16,20 +16,12 @@ seconds="${1:-${KAIROS_FUZZ_SECONDS:-60}}"
 build="${KAIROS_FUZZ_BUILD_DIR:-${TMPDIR:-/tmp}/kairos-build-fuzz}"
 sanitize="${KAIROS_FUZZ_SANITIZE-address,undefined}"
 corpus="${KAIROS_FUZZ_CORPUS:-$build/corpus}"
-cxx="$(command -v clang++ || command -v clang++-14 || true)"
-if [[ -z "$cxx" ]]; then
-  echo "run_fuzz.sh: clang++ not found (apt-get install -y clang libclang-rt-14-dev)" >&2
-  exit 2
-fi
+source "$root/tests/fuzz/fuzz_build.sh"
+cxx="$(fuzz_clang)" || exit 2
 
 steps="${KAIROS_FUZZ_STEPS:-build run}"
 if [[ " $steps " == *" build "* ]]; then
-  generator=()
-  command -v ninja > /dev/null && generator=(-G Ninja)
-  cmake -S "$root" -B "$build" "${generator[@]}" \
-    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-    -DKAIROS_BUILD_PERF=OFF -DKAIROS_BUILD_TOOLS=OFF -DKAIROS_SANITIZE="$sanitize" > /dev/null
-  cmake --build "$build" --target kairos_model_fuzz -j2
+  fuzz_build "$root" "$build" "$cxx" "$sanitize" OFF kairos_model_fuzz
 fi
 [[ " $steps " == *" run "* ]] || exit 0
 
