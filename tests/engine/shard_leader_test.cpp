@@ -86,14 +86,28 @@ constexpr int kHeldRounds = 3;
 
 // After the high-water drain of the newest shard: how many tasks it holds back, or nothing when
 // read later than kHeldReadWithin after `submitted`.
-std::optional<std::size_t> held_if_read_in_time(Shard* shard, std::chrono::steady_clock::time_point submitted) {
-  if (!leader_drained(shard, kHighWater)) {
-    ADD_FAILURE() << "the leader did not drain at the high-water mark";
+std::optional<std::size_t> held_if_read_in_time(std::chrono::steady_clock::time_point submitted) {
+  Shard* shard = Shard::g_newest_for_testing.load();
+  if (shard == nullptr || !leader_drained(shard, kHighWater)) {
+    ADD_FAILURE() << "no shard, or its leader did not drain at the high-water mark";
     return std::nullopt;
   }
   const std::size_t held = shard->held_for_testing();
   if (std::chrono::steady_clock::now() - submitted >= kHeldReadWithin) return std::nullopt;
   return held;
+}
+
+// Runs round() (a fresh scheduler each, returning held_if_read_in_time's answer) until one reads
+// the held count in time, at most kHeldRounds times: that count must be above 0.
+template <class Round>
+void expect_held_back_in_a_round(Round round) {
+  for (int i = 0; i < kHeldRounds; ++i) {
+    if (const std::optional<std::size_t> held = round()) {
+      EXPECT_GT(*held, 0u);
+      return;
+    }
+  }
+  GTEST_SKIP() << "the held tasks were never counted in time";
 }
 
 // W2's shape: timeouts far in the future, each cancelled a little after it was scheduled. The
@@ -123,27 +137,20 @@ TEST(HeldBack, CancelsOfTheNewestFarTimeoutsAfterADrainPostNoRemoveRequest) {
 // Held back, still on time: the newest submissions are due in kHeldDue, everything older in an
 // hour. The leader must wake for the held ones though its timer queue's earliest is an hour away.
 TEST(HeldBack, HeldTasksRunOnTimeThoughTheQueueHoldsOnlyLaterOnes) {
-  bool said_something = false;
-  for (int round = 0; round < kHeldRounds && !said_something; ++round) {
+  expect_held_back_in_a_round([] {
     kairos::Scheduler s;
-    Shard* shard = Shard::g_newest_for_testing.load();
-    ASSERT_NE(shard, nullptr);
     std::atomic<std::size_t> ran{0};
     std::vector<kairos::ScheduledFuture<void>> later;
     later.reserve(kHighWater);
     for (std::size_t i = 0; i < kHighWater - 1000; ++i) later.push_back(s.schedule([] {}, 1h));
     const auto submitted = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < 1000; ++i) s.schedule([&] { ran.fetch_add(1); }, kHeldDue);
-    const std::optional<std::size_t> held = held_if_read_in_time(shard, submitted);
+    const std::optional<std::size_t> held = held_if_read_in_time(submitted);
     EXPECT_TRUE(kairos_test::eventually([&] { return ran.load() == 1000; })) << ran.load() << " of 1,000 ran";
     EXPECT_EQ(s.queue_size(), kHighWater - 1000);
     s.shutdown_now();
-    said_something = held.has_value();
-    if (said_something) {
-      EXPECT_GT(*held, 0u);
-    }
-  }
-  if (!said_something) GTEST_SKIP() << "the held tasks were never counted in time";
+    return held;
+  });
 }
 
 // Equal deadlines across the boundary between the tasks taken in and the ones held back: they
@@ -179,24 +186,17 @@ TEST(HeldBack, ShutdownNowReturnsTheHeldTasksAndWaitIdleDoesNotWaitForThem) {
 // After shutdown() (delayed tasks still run: Java's default policy) the held tasks are taken in
 // and run at their deadline; the scheduler then terminates.
 TEST(HeldBack, AfterShutdownTheHeldTasksStillRun) {
-  bool said_something = false;
-  for (int round = 0; round < kHeldRounds && !said_something; ++round) {
+  expect_held_back_in_a_round([] {
     kairos::Scheduler s;
-    Shard* shard = Shard::g_newest_for_testing.load();
-    ASSERT_NE(shard, nullptr);
     std::atomic<std::size_t> ran{0};
     const auto submitted = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < kHighWater; ++i) s.schedule([&] { ran.fetch_add(1); }, kHeldDue);
-    const std::optional<std::size_t> held = held_if_read_in_time(shard, submitted);
+    const std::optional<std::size_t> held = held_if_read_in_time(submitted);
     s.shutdown();
     EXPECT_TRUE(s.await_termination(kairos_test::kPatience));
     EXPECT_EQ(ran.load(), kHighWater);
-    said_something = held.has_value();
-    if (said_something) {
-      EXPECT_GT(*held, 0u);
-    }
-  }
-  if (!said_something) GTEST_SKIP() << "the held tasks were never counted in time";
+    return held;
+  });
 }
 
 // ---- periodic runs in a batch ----------------------------------------------------------------------
