@@ -8,10 +8,12 @@
 //          and at a million timers 4 bytes is a tenth of the total (W5). Nodes are 8-byte aligned
 //          and the task pool's slabs lie close together, so a slot is the node's distance from
 //          base_ in units of 8 bytes (bit 31 clear): a window of 16 GiB, placed around the first
-//          node the heap sees. A node outside the window (operator new's memory far from the
-//          slabs, a huge process) is held in the side table wide_, and its slot is kWide | its
-//          index there. Every operation works on both kinds; a window of a few KiB (tests) sends
-//          most nodes to the side table.
+//          pooled node the heap sees (a slab's). A node outside the window (a callable too large
+//          for the pool: operator new's memory, which may lie terabytes from the slabs; a huge
+//          process) is held in the side table wide_, and its slot is kWide | its index there.
+//          Such a node never places the window: one that came first would send every pooled
+//          node after it to the side table, for the heap's life. Every operation works on both
+//          kinds; a window of a few KiB (tests) sends most nodes to the side table.
 // Memory:  try_reserve() is the only growth: it reserves n slots and n side-table entries (the
 //          worst case; address space, not resident memory, until used: page_array.hpp), so push
 //          never allocates.
@@ -128,11 +130,15 @@ class TimerHeap {
   // A slot for t: its distance from base_ if within the window, else a side-table entry.
   std::uint32_t encode(TaskBase* t) {
     const auto a = reinterpret_cast<std::uintptr_t>(t);
-    if (!based_) {  // the window is centred on the first node
+    if (!based_) [[unlikely]] {  // the window is centred on the first pooled node
+      if (t->ops->size_class == kHeapClass) return encode_wide(a);
       base_ = a > window_ / 2 ? (a - window_ / 2) & ~std::uintptr_t{7} : 0;
       based_ = true;
     }
     if (a - base_ < window_) return static_cast<std::uint32_t>((a - base_) >> 3);  // below base_: wraps, too large
+    return encode_wide(a);
+  }
+  std::uint32_t encode_wide(std::uintptr_t a) {
     std::size_t k;
     if (wide_free_ != kNoFree) {  // a free entry holds its successor's index + 1, shifted, low bit set
       k = wide_free_;

@@ -1,6 +1,9 @@
 // The indexed heap, against an ordered reference; with slots that hold the node (the default
-// window), with most nodes in the side table (a window of 64 bytes), and with both mixed.
+// window), with most nodes in the side table (a window of 64 bytes), and with both mixed; where
+// the default window is placed (on pooled nodes, whatever came first).
 #include <gtest/gtest.h>
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <memory>
@@ -19,6 +22,7 @@ namespace kairos::detail {
 namespace {
 
 using testing::Key;
+using testing::kPooledTestOps;
 using testing::make_nodes;
 
 class TimerHeapWindow : public ::testing::TestWithParam<std::uint64_t> {};
@@ -69,7 +73,7 @@ TEST_P(TimerHeapWindow, RandomPushPopEraseMatchesAnOrderedSet) {
   if (GetParam() == 64) {
     EXPECT_GT(most_wide, heap.size() / 2) << "a window of 64 bytes holds few nodes in their slots";
   } else if (GetParam() == TimerHeap::kWindowBytes) {
-    EXPECT_EQ(most_wide, 0u) << "nodes of one process lie within 16 GiB of each other";
+    EXPECT_EQ(most_wide, 0u) << "the task pool's nodes lie within 16 GiB of each other";
   }
   heap.clear();
   EXPECT_EQ(heap.wide(), 0u);
@@ -147,6 +151,69 @@ TEST_P(TimerHeapWindow, EqualDeadlinesPopInSequenceOrder) {
     heap.push(nodes[i].get());
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) EXPECT_EQ(heap.pop()->seq, i);
+}
+
+// The premise of the default window: the task pool's slabs, every class's, lie close together,
+// so a scheduler's nodes all fit in their slots (none in the side table).
+TEST(TimerHeap, PooledNodesOfEveryClassFitTheDefaultWindow) {
+  constexpr std::size_t kPerClass = 3 * kSlabBytes / 40;  // several slabs of the smallest class
+  std::vector<std::pair<void*, std::uint8_t>> memory;
+  std::vector<TaskOps> ops(kClassCount, kPooledTestOps);
+  for (std::uint8_t c = 0; c < kClassCount; ++c) ops[c].size_class = c;
+  TimerHeap heap;
+  std::uint32_t seq = 0;
+  for (std::uint8_t c = 0; c < kClassCount; ++c) {
+    for (std::size_t i = 0; i < kPerClass * kClassSizes[0] / kClassSizes[c]; ++i) {
+      void* p = task_alloc(c);
+      memory.emplace_back(p, c);
+      auto* t = ::new (p) TaskBase();
+      t->ops = &ops[c];
+      t->deadline = static_cast<std::int64_t>(seq % 97);
+      t->seq = seq++;
+      heap.push(t);
+    }
+  }
+  EXPECT_EQ(heap.wide(), 0u) << "of " << heap.size() << " pooled nodes";
+  EXPECT_TRUE(heap.check_invariants());
+  heap.clear();
+  for (auto [p, c] : memory) task_free(p, c);
+}
+
+// A node of operator new (a callable too large for the pool) may lie terabytes from the slabs.
+// Pushed first, it must not place the window: every pooled node after it would go to the side
+// table for the heap's life. It goes there itself, and the pooled nodes keep their slots.
+TEST(TimerHeap, AnOperatorNewNodeFirstDoesNotPlaceTheWindow) {
+  auto nodes = make_nodes(100);
+  // A page 64 GiB from the pooled nodes (either side, wherever the address space is free).
+  const auto near = reinterpret_cast<std::uintptr_t>(nodes[0].get()) & ~std::uintptr_t{4095};
+  void* far = MAP_FAILED;
+  for (const std::uintptr_t hint : {near + (std::uintptr_t{64} << 30), near - (std::uintptr_t{64} << 30)}) {
+    far = ::mmap(reinterpret_cast<void*>(hint), 4096, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (far != MAP_FAILED) break;
+  }
+  ASSERT_NE(far, MAP_FAILED) << "no free page 64 GiB either side of the pool";
+  constexpr TaskOps kNewOps{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, kHeapClass};
+  auto* lone = ::new (far) TaskBase();
+  lone->ops = &kNewOps;
+  lone->deadline = 50;
+  TimerHeap heap;
+  heap.push(lone);
+  EXPECT_EQ(heap.wide(), 1u);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i]->deadline = static_cast<std::int64_t>(i);
+    nodes[i]->seq = static_cast<std::uint32_t>(i + 1);
+    heap.push(nodes[i].get());
+  }
+  EXPECT_EQ(heap.wide(), 1u) << "the pooled nodes went to the side table";
+  EXPECT_TRUE(heap.check_invariants());
+  for (std::size_t i = 0; i <= nodes.size(); ++i) {  // in order, the far node among them
+    TaskBase* t = heap.pop();
+    EXPECT_EQ(t, i < 50 ? nodes[i].get() : i == 50 ? lone : nodes[i - 1].get()) << i;
+  }
+  EXPECT_EQ(heap.wide(), 0u);
+  lone->~TaskBase();
+  ::munmap(far, 4096);
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST(TimerQueue, EqualDeadlinesTakeTheRunAndLeaveInSubmissionOrder) {
 
 // Fills the four runs so that none accepts a task near 300: run 0 [1000..1004], run 1 [500],
 // run 2 [400], run 3 [300, 310, ...] (`in_last` tasks from 300 on, 10 apart).
-void four_busy_runs(TimerQueue& q, std::vector<std::unique_ptr<TaskBase>>& nodes, std::size_t in_last) {
+void four_busy_runs(TimerQueue& q, testing::Nodes& nodes, std::size_t in_last) {
   std::size_t i = 0;
   auto push = [&](std::int64_t d) {
     nodes[i]->deadline = d;
