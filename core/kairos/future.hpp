@@ -210,7 +210,7 @@ class ScheduledFuture {
   }
   // The result a completed run stored (read after an acquire of kNormal).
   std::add_lvalue_reference_t<T> value() const noexcept {
-    return *static_cast<std::add_pointer_t<T>>(node_->ops->result(node_));
+    return *static_cast<std::add_pointer_t<T>>(detail::task_result(node_));
   }
 
   // The task's node (one reference); nullptr: none, or let go by this handle's cancel (kLetGo).

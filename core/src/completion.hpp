@@ -55,7 +55,7 @@ inline bool complete(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept
   KAIROS_DCHECK(is_terminal(to) && no_kairos_lock_held());
   std::uint32_t s;
   if (!transition(t, from, to, &s)) return false;  // (ST1)
-  if (t->life & kCallableLive) t->ops->drop_callable(t);
+  if (t->life & kCallableLive) drop_callable(t);
   finish_completion(t, (s & ~kStateMask) | to);  // the word the CAS wrote
   return true;
 }
@@ -64,7 +64,7 @@ inline bool complete(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept
 // fresh stop source first, so a cancel(true), which requests stop only after winning
 // kRunning -> kCancelled, never sees the old one being replaced.
 inline bool start_outside(TaskBase* t, std::uint32_t from) noexcept {
-  if (std::stop_source* src = t->ops->stop_source(t)) *src = std::stop_source();
+  if (std::stop_source* src = task_stop_source(t)) *src = std::stop_source();
   return transition(t, from, kRunning);
 }
 
@@ -122,12 +122,12 @@ RunResult run_once(TaskBase* t, Invoke&& invoke, bool may_repeat, Now&& now, con
       if (cx.periodic_failures) cx.periodic_failures->fetch_add(1, std::memory_order_relaxed);  // a statistic
       if (may_repeat) report();
     } else {
-      t->ops->drop_callable(t);  // cancelled during the run: the runner owns the callable
+      drop_callable(t);  // cancelled during the run: the runner owns the callable
     }
     return {false, false};
   }
   if (!may_repeat) {  // no later runs: the future completes as cancelled
-    if (!complete(t, kRunning, kCancelled)) t->ops->drop_callable(t);
+    if (!complete(t, kRunning, kCancelled)) drop_callable(t);
     return {true, false};
   }
   advance_period(t, now);

@@ -209,7 +209,7 @@ void Engine::run_in_caller(TaskBase* t, Shard& sh) {
     return;
   }
   if (!transition(t, kRunning, kPending)) {  // cancelled during its run: the callable is ours
-    t->ops->drop_callable(t);
+    drop_callable(t);
     release(t);
     return;
   }

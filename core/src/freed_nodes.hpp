@@ -2,7 +2,7 @@
 //
 // A burial (Shard::bury: a batch's graveyard, after the runs) frees up to a batch of nodes, all
 // of one class in W6 and W7. One task_free() call each is a call, the pool's thread-cache lookup
-// and its limit test per node. Here each node's remains are destroyed at once (TaskOps::destruct,
+// and its limit test per node. Here each node's remains are destroyed at once (destruct_node,
 // so a capture's destructor still runs where the node is let go) and its memory is kept, then
 // freed with the others of its class in one task_free_batch() when the class changes, the buffer
 // is full, or the burial ends. A node of the heap class (over-aligned: operator new) is destroyed
@@ -30,10 +30,9 @@ class FreedNodes {
 
   // Destroys what is left of t (its last reference is gone) and keeps its memory to free.
   void destroy(TaskBase* t) noexcept {
-    const TaskOps* ops = t->ops;
-    const std::uint8_t cls = ops->size_class;
-    if (cls == kHeapClass) return ops->destroy(t);
-    ops->destruct(t);
+    const std::uint8_t cls = t->ops->size_class;
+    if (cls == kHeapClass) return destroy_node(t);
+    destruct_node(t);
     if (cls != cls_ || n_ == kCapacity) {
       flush();
       cls_ = cls;

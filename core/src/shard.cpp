@@ -71,7 +71,7 @@ void Shard::bury(std::vector<TaskBase*>& grave) noexcept {
   for (TaskBase* item : grave) {
     auto bits = reinterpret_cast<std::uintptr_t>(item);
     TaskBase* t = reinterpret_cast<TaskBase*>(bits & ~kDropCallable);
-    if (bits & kDropCallable) t->ops->drop_callable(t);
+    if (bits & kDropCallable) drop_callable(t);
     // (AW3) completed under mu_ (cancelled by the shutdown policies, discard_oldest, the exit, a
     // periodic task's last run): the completion finishes here, with no lock held.
     std::uint32_t s = t->state.load(std::memory_order_acquire);  // (RC2) when the count is 1

@@ -81,11 +81,11 @@ bool cancel_task_in_general(TaskBase* t, SchedulerCore* core, bool may_interrupt
     if (s & kWaiters) futex_wake_all(&t->state);
     if (st == kPending) {
       if (pinned) core->on_cancelled(t, s & kQueued);  // clears the pin
-      t->ops->drop_callable(t);                        // it will never run: its captures go now
+      drop_callable(t);                        // it will never run: its captures go now
     } else if (st == kOrphan) {
-      t->ops->drop_callable(t);
+      drop_callable(t);
     } else if (may_interrupt_if_running) {
-      if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
+      if (std::stop_source* src = task_stop_source(t)) src->request_stop();
     }
     finish_completion(t, (s & ~kStateMask) | kCancelled);  // (AW3) the caller's handle keeps t alive
     return true;

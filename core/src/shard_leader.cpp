@@ -336,7 +336,7 @@ void Shard::take_in(Lock& lk, TaskBase* t, std::uint32_t s) {
       (engine_.state() != RunState::kActive || engine_.remove_on_cancel.load(std::memory_order_acquire))) {  // (PO2)
     count_departed(1);
     bump(cancelled_);
-    t->ops->destroy(t);
+    destroy_node(t);
     return;
   }
   for (;;) {
@@ -526,7 +526,7 @@ std::size_t Shard::pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t 
 // visible as running: cancel(true) touches it only after winning kRunning -> kCancelled), then
 // kPending -> kRunning, and registered for shutdown_now()'s stop requests.
 bool Shard::start_stoppable(Lock& lk, TaskBase* t) {
-  if (std::stop_source* src = t->ops->stop_source(t)) {
+  if (std::stop_source* src = task_stop_source(t)) {
     *src = std::stop_source();
     if (engine_.state() >= RunState::kShutdownNow) src->request_stop();
   }
@@ -572,7 +572,7 @@ inline void Shard::run_task(Slot& slot, BatchClock& clock, unsigned runner, RunM
     if (!slot.started) return;
     count_started(runner);  // (CT1) it left the queue (queue_size) the moment it started
   } else if ((t->state.load(std::memory_order_acquire) & kStateMask) == kCancelled) {  // (TI2)
-    t->ops->drop_callable(t);  // cancelled while it waited, started: the runner owns the callable
+    drop_callable(t);  // cancelled while it waited, started: the runner owns the callable
     return;
   }
   if (mode.time_starts) slot.start = stamp;

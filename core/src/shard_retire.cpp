@@ -39,7 +39,7 @@ void Shard::drop(Lock& lk, TaskBase* t, bool drop_callable) {
   std::uint32_t s = t->state.load(std::memory_order_acquire);  // (RC2) when the count is 1
   if ((s & kStateMask) == kCancelled && !(s & kRemoved)) bump(cancelled_);
   if (freeable_in_place(t, s)) {  // nothing of it is user code: freed here, not after mu_
-    t->ops->destroy(t);
+    destroy_node(t);
     return;
   }
   bury_later(t, drop_callable);
@@ -230,7 +230,7 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   }
   pending_taken_ = true;
   for (TaskBase* t : running_stoppable_)
-    if (std::stop_source* src = t->ops->stop_source(t)) src->request_stop();
+    if (std::stop_source* src = task_stop_source(t)) src->request_stop();
   wait_.wake();
   followers_cv_.notify_all();
   unlock_and_bury(lk, grave);

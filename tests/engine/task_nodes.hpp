@@ -20,7 +20,7 @@ using Key = std::pair<std::int64_t, std::uint64_t>;
 
 // The ops of a test node: nothing to run or destroy through them; only its pool class is read
 // (by the heap).
-inline constexpr TaskOps kPooledTestOps{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0};
+inline constexpr TaskOps kPooledTestOps{nullptr, nullptr, 0};
 static_assert(sizeof(TaskBase) <= kClassSizes[0]);
 
 struct PooledNodeDelete {

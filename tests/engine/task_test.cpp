@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <random>
+#include <stop_token>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
@@ -112,11 +114,79 @@ TEST(Task, ConcurrentReferencesAndTransitionsNeitherLoseNorInventAReference) {
     for (auto& t : th) t.join();
     EXPECT_EQ(refs_of(n->state.load()), 1u) << "round " << round;
     EXPECT_EQ(n->state.load() & kStateMask, kCancelled);
-    n->ops->drop_callable(n);
+    drop_callable(n);
     release(n);
     ++destroyed;
   }
   EXPECT_EQ(destroyed, 200);
+}
+
+// The node's type is asked for (TaskOps::manage) only when its flags name something to
+// destroy; each destructor runs once, whoever ends the node (drop_callable, destroy_node).
+struct Counted {
+  int* dtors;
+  explicit Counted(int* d) : dtors(d) {}
+  Counted(Counted&& o) noexcept : dtors(std::exchange(o.dtors, nullptr)) {}
+  ~Counted() {
+    if (dtors != nullptr) ++*dtors;
+  }
+};
+struct CountedCall {
+  Counted c;
+  void operator()() const noexcept {}
+};
+struct ReturnsCounted {
+  int* dtors;
+  Counted operator()() const { return Counted(dtors); }
+};
+
+TEST(Task, DestroyingANodeRunsEachDestructorItsFlagsNameOnce) {
+  int dtors = 0;
+  {  // a callable with a destructor, never run: destroy_node destroys it
+    auto* n = make_node<false>(CountedCall{Counted(&dtors)}, 0, 1);
+    EXPECT_FALSE(n->flags & kTrivialCallable);
+    EXPECT_FALSE(nothing_to_destruct(n));
+    release(n);
+    EXPECT_EQ(dtors, 1);
+  }
+  dtors = 0;
+  {  // dropped first (a cancel): once, not again at the end
+    auto* n = make_node<false>(CountedCall{Counted(&dtors)}, 0, 1);
+    drop_callable(n);
+    EXPECT_EQ(dtors, 1);
+    EXPECT_TRUE(nothing_to_destruct(n));
+    drop_callable(n);  // nothing live: nothing to do
+    release(n);
+    EXPECT_EQ(dtors, 1);
+  }
+  dtors = 0;
+  {  // a result with a destructor: the value is destroyed with the node
+    auto* n = make_node<false>(ReturnsCounted{&dtors}, 0, 1);
+    ASSERT_TRUE(n->ops->invoke(n));
+    const int after_run = dtors;  // the temporaries of the run
+    EXPECT_TRUE(n->life & kHasValue);
+    EXPECT_EQ(static_cast<Counted*>(task_result(n))->dtors, &dtors);
+    release(n);
+    EXPECT_EQ(dtors, after_run + 1);
+  }
+  {  // a trivial callable: nothing to destroy, the type's function is not asked
+    auto* n = make_node<false>(NoOp{}, 0, 1);
+    EXPECT_TRUE(n->flags & kTrivialCallable);
+    EXPECT_TRUE(nothing_to_destruct(n));
+    EXPECT_EQ(task_stop_source(n), nullptr);
+    release(n);
+  }
+  {  // a stop source: destroyed with the node (its token's stop_possible() ends with it)
+    auto* n = make_node<false>([](std::stop_token) {}, 0, 1);
+    std::stop_source* src = task_stop_source(n);
+    ASSERT_NE(src, nullptr);
+    *src = std::stop_source();
+    const std::stop_token token = src->get_token();
+    EXPECT_TRUE(token.stop_possible());
+    EXPECT_FALSE(nothing_to_destruct(n));
+    release(n);
+    EXPECT_FALSE(token.stop_possible()) << "the node's stop source was not destroyed";
+  }
 }
 
 TEST(Task, OrderStampsCompareModulo2To32) {

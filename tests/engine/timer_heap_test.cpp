@@ -193,7 +193,7 @@ TEST(TimerHeap, AnOperatorNewNodeFirstDoesNotPlaceTheWindow) {
     if (far != MAP_FAILED) break;
   }
   ASSERT_NE(far, MAP_FAILED) << "no free page 64 GiB either side of the pool";
-  constexpr TaskOps kNewOps{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, kHeapClass};
+  constexpr TaskOps kNewOps{nullptr, nullptr, kHeapClass};
   auto* lone = ::new (far) TaskBase();
   lone->ops = &kNewOps;
   lone->deadline = 50;

@@ -145,7 +145,7 @@ inline CancelOutcome cancel_task(TaskBase* t, SchedulerCore* core, bool may_inte
       // (CN1) acq_rel, as above.
       if (t->state.compare_exchange_strong(s, s | kCancelled, std::memory_order_acq_rel,
                                            std::memory_order_acquire)) [[likely]] {
-        t->ops->drop_callable(t);  // it will never run: its captures go now (no lock held: the
+        drop_callable(t);  // it will never run: its captures go now (no lock held: the
                                    // caller's thread, in cancel()); no awaiter to resume
         return CancelOutcome::kWon;
       }

@@ -103,14 +103,24 @@ struct TaskBase;
 // completion's last step.
 void wake_awaiters(TaskBase* t) noexcept;
 
+// What a node's type does, reached through TaskOps::manage; the generic functions below
+// (drop_callable, destruct_node, destroy_node, task_result, task_stop_source) ask for it only when
+// the node's flags say there is something to do.
+enum class TaskManage : std::uint8_t {
+  kDropCallable,  // destroy the callable (live, not trivially destructible; the caller clears kCallableLive)
+  kDestruct,      // destroy what is left; the memory stays
+  kDestroy,       // destroy what is left, then operator delete (kHeapClass only)
+  kResult,        // -> the value or exception_ptr storage
+  kStopSource,    // -> the std::stop_source (kStoppable only)
+};
+
+// One per node type. Two functions, not one per operation: each function a callable's type
+// instantiates costs every call site's compile (the six of an earlier layout took a third more
+// compile time per distinct callable at -O2); the operations are rare or skipped by the flags.
 struct TaskOps {
-  bool (*invoke)(TaskBase*);                             // one run; false iff it threw (stored)
-  void (*drop_callable)(TaskBase*) noexcept;             // destroys the callable if still live
-  void (*destroy)(TaskBase*) noexcept;                   // what is left, then the memory
-  std::stop_source* (*stop_source)(TaskBase*) noexcept;  // nullptr unless kStoppable
-  void* (*result)(TaskBase*) noexcept;                   // the value or exception_ptr storage
-  void (*destruct)(TaskBase*) noexcept;                  // what is left; the memory stays (FreedNodes)
-  std::uint8_t size_class;                               // its memory's pool class; kHeapClass: operator new
+  bool (*invoke)(TaskBase*);                              // one run; false iff it threw (stored)
+  void* (*manage)(TaskBase*, TaskManage) noexcept;        // the rest (TaskManage)
+  std::uint8_t size_class;                                // its memory's pool class; kHeapClass: operator new
 };
 
 // The reference count lives in the state word, above the state and its flags: one word for
@@ -220,9 +230,10 @@ inline bool sole_owner(const TaskBase* t) noexcept {
 // with the other owners' (RC1) and with (RC2). (Testing sole_owner first would cost a second
 // transfer of the line when another core holds it: a canceller's, a handle's. Shard::bury,
 // whose task's line is its own, reads the word anyway and skips the RMW there.)
+inline void destroy_node(TaskBase* t) noexcept;
 inline void release(TaskBase* t) noexcept {
   const std::uint32_t s = t->state.fetch_sub(kRefOne, std::memory_order_acq_rel);  // (RC1)
-  if (only_reference(s)) t->ops->destroy(t);
+  if (only_reference(s)) destroy_node(t);
   else if ((s & kSpilled) && refs_of(s) - 1 <= kRefillBelow) refill_references(t);
 }
 
@@ -300,8 +311,43 @@ inline std::uint32_t wait_done(TaskBase* t, std::int64_t deadline_ns) noexcept {
   return s;
 }
 
+// ---- what the node's type does, asked for only when there is something to do --------------------
+// The value or exception_ptr storage.
+inline void* task_result(TaskBase* t) noexcept { return t->ops->manage(t, TaskManage::kResult); }
 inline std::exception_ptr& stored_error(TaskBase* t) noexcept {
-  return *static_cast<std::exception_ptr*>(t->ops->result(t));
+  return *static_cast<std::exception_ptr*>(task_result(t));
+}
+// The run's stop source; nullptr unless the callable takes a std::stop_token.
+inline std::stop_source* task_stop_source(TaskBase* t) noexcept {
+  if (!(t->flags & kStoppable)) return nullptr;
+  return static_cast<std::stop_source*>(t->ops->manage(t, TaskManage::kStopSource));
+}
+// Destroys the callable if it is still live (its captures go now). By whoever ends the task's
+// runs (the callable's paragraph at the top).
+inline void drop_callable(TaskBase* t) noexcept {
+  if (!(t->life & kCallableLive)) return;
+  t->life = static_cast<std::uint8_t>(t->life & ~kCallableLive);
+  if (!(t->flags & kTrivialCallable)) t->ops->manage(t, TaskManage::kDropCallable);
+}
+// True when destroying the node runs no destructor: a stop source, a value, an error, or a callable
+// with a destructor still live makes it false.
+inline bool nothing_to_destruct(const TaskBase* t) noexcept {
+  const bool callable = (t->life & kCallableLive) && !(t->flags & kTrivialCallable);
+  return !callable && !(t->life & (kHasValue | kHasError)) && !(t->flags & kStoppable);
+}
+// What is left of the node is destroyed; its memory stays (FreedNodes frees it with others).
+inline void destruct_node(TaskBase* t) noexcept {
+  if (!nothing_to_destruct(t)) t->ops->manage(t, TaskManage::kDestruct);
+}
+// What is left of the node, then its memory. The last owner's (release, Shard::bury).
+inline void destroy_node(TaskBase* t) noexcept {
+  const std::uint8_t cls = t->ops->size_class;
+  if (cls == kHeapClass) {
+    t->ops->manage(t, TaskManage::kDestroy);
+    return;
+  }
+  destruct_node(t);
+  task_free(t, cls);  // the node begins with its TaskBase: the pool's address
 }
 
 // ---- typed nodes --------------------------------------------------------------------------
@@ -456,21 +502,29 @@ struct Node final : std::conditional_t<Periodic, PeriodicBase, std::conditional_
       return false;
     }
   }
-  static void drop_callable(TaskBase* b) noexcept { static_cast<Node*>(b)->end_callable(); }
   static constexpr std::uint8_t kSizeClass = size_class_for(sizeof(Node), alignof(Node));
-  static void destruct(TaskBase* b) noexcept { static_cast<Node*>(b)->~Node(); }
-  static void destroy(TaskBase* b) noexcept {
+  static void* manage(TaskBase* b, TaskManage what) noexcept {
     auto* n = static_cast<Node*>(b);
-    n->~Node();
-    if (kSizeClass == kHeapClass) ::operator delete(static_cast<void*>(n), std::align_val_t{alignof(Node)});
-    else task_free(n, kSizeClass);
+    switch (what) {
+      case TaskManage::kDropCallable:
+        n->store.fn().~F();  // the caller cleared kCallableLive
+        return nullptr;
+      case TaskManage::kDestruct:
+        n->~Node();
+        return nullptr;
+      case TaskManage::kDestroy:
+        n->~Node();
+        ::operator delete(static_cast<void*>(n), std::align_val_t{alignof(Node)});
+        return nullptr;
+      case TaskManage::kResult:
+        return n->store.result();
+      case TaskManage::kStopSource:
+        if constexpr (Stoppable) return &n->stop;
+        else return nullptr;
+    }
+    return nullptr;
   }
-  static std::stop_source* stop_source(TaskBase* b) noexcept {
-    if constexpr (Stoppable) return &static_cast<Node*>(b)->stop;
-    else { (void)b; return nullptr; }
-  }
-  static void* result(TaskBase* b) noexcept { return static_cast<Node*>(b)->store.result(); }
-  static constexpr TaskOps kOps{&invoke, &drop_callable, &destroy, &stop_source, &result, &destruct, kSizeClass};
+  static constexpr TaskOps kOps{&invoke, &manage, kSizeClass};
 };
 
 template <class F>
