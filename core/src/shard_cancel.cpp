@@ -81,7 +81,7 @@ bool cancel_task_in_general(TaskBase* t, SchedulerCore* core, bool may_interrupt
     if (s & kWaiters) futex_wake_all(&t->state);
     if (st == kPending) {
       if (pinned) core->on_cancelled(t, s & kQueued);  // clears the pin
-      drop_callable(t);                        // it will never run: its captures go now
+      drop_callable(t);                                  // it will never run: its captures go now
     } else if (st == kOrphan) {
       drop_callable(t);
     } else if (may_interrupt_if_running) {
