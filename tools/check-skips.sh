@@ -8,7 +8,8 @@
 # through Scheduler::stats(), which came to take the inbox in before counting, and skipped in
 # every run for days. A skip that depends on load (a test thread stalled past its window) happens
 # in one run and not the next; a dead test skips in all of them. So the rule is across runs: the
-# release, ThreadSanitizer and ASan+UBSan ctests of tools/run-tests.sh. A name that passes in any
+# release, ThreadSanitizer and ASan+UBSan ctests of tools/run-tests.sh. With one run only
+# (KAIROS_SANITIZERS=0) it names what skipped and does not fail: one run cannot tell the two apart. A name that passes in any
 # run is alive (the poll-mode and thread-mode binaries share test names: each skips what is the
 # other's).
 #
@@ -54,6 +55,12 @@ for name in "${never_passed[@]}"; do
     unexpected=$((unexpected + 1))
   fi
 done
+if [ "$unexpected" -gt 0 ] && [ $# -lt 2 ]; then
+  # One run cannot tell a dead test from a load-dependent skip (KAIROS_SANITIZERS=0): said, not failed.
+  echo "==== kairos: $unexpected test(s) skipped in the only ctest run read ($*): with the sanitizer"
+  echo "     builds' runs too, a test that skips in all of them fails the run."
+  exit 0
+fi
 if [ "$unexpected" -gt 0 ]; then
   echo "==== kairos: $unexpected test(s) skipped in every ctest run ($*): a test that always skips cannot"
   echo "     fail. Mend its premise, or name it in $expected with the reason it cannot run here."
