@@ -55,7 +55,7 @@ inline bool complete(TaskBase* t, std::uint32_t from, std::uint32_t to) noexcept
   KAIROS_DCHECK(is_terminal(to) && no_kairos_lock_held());
   std::uint32_t s;
   if (!transition(t, from, to, &s)) return false;  // (ST1)
-  if (t->life & kCallableLive) drop_callable(t);
+  drop_callable(t);  // if still live
   finish_completion(t, (s & ~kStateMask) | to);  // the word the CAS wrote
   return true;
 }

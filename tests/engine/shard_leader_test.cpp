@@ -23,11 +23,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using kairos_test::kPatience;
+using kairos::detail::Shard;
 
 std::uint64_t in_inbox(kairos::Scheduler& s) { return s.stats().total().in_inbox; }
 // What waits in one shard's inbox, read without taking it in: Scheduler::stats() takes in what
 // arrived before it counts (a cancel made before it is counted), so it always reads 0 here.
-std::uint64_t in_inbox_untouched(kairos::detail::Shard* shard) { return shard->stats().in_inbox; }
+std::uint64_t in_inbox_untouched(Shard* shard) { return shard->stats().in_inbox; }
 
 bool wait_until_drained(kairos::Scheduler& s) {
   const auto until = std::chrono::steady_clock::now() + kPatience;
@@ -54,7 +55,7 @@ TEST_P(ShardLeader, AReachedDeadlineStartsItsTaskBeforeTheInboxIsDrained) {
     kairos::Options o;
     o.wait = GetParam();
     kairos::Scheduler s(o);
-    kairos::detail::Shard* shard = kairos::detail::Shard::g_newest_for_testing.load();
+    Shard* shard = Shard::g_newest_for_testing.load();
     ASSERT_NE(shard, nullptr);
     std::atomic<std::int64_t> seen_in_inbox{-1};
     auto a = s.schedule_rearmable([&] { seen_in_inbox.store(static_cast<std::int64_t>(in_inbox_untouched(shard))); }, 400ms);
@@ -76,7 +77,6 @@ TEST_P(ShardLeader, AReachedDeadlineStartsItsTaskBeforeTheInboxIsDrained) {
 }
 
 // ---- held back: the newest far-future submissions stay in the inbox -------------------------------
-using kairos::detail::Shard;
 constexpr std::size_t kHighWater = Shard::kDrainEvery;  // the submission that wakes the leader to drain
 
 // The newest shard's leader has drained `n` submissions (the high-water wake at the n-th).
