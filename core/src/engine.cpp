@@ -3,18 +3,27 @@
 // destructor) and what it reports. Poll mode's half is in engine_poll.cpp.
 //
 // Shutdown racing a submission (edges RS1-RS2). shutdown()/shutdown_now() store run_state (RS1,
-// seq_cst), then drain every inbox until it holds nothing they have not seen. A producer loads
-// run_state (reject if shut down), takes its seq (IN1, seq_cst), enqueues, and loads run_state
-// again (RS2, seq_cst). In the single seq_cst order either the drain's count read sees its seq
-// (and waits for its item), or RS2 comes after RS1 and the producer sees the new state; then it
-// makes sure the item is looked at: the shard's threads will drain it before they exit, or, if
-// they are gone, the producer drains the inbox itself under the shard lock and cancels what it
-// finds.
+// seq_cst); from then on every count read of an inbox (IN5: the lifecycle's drains, a thread's
+// must_exit, a poll) waits for the item of each seq it sees. A producer loads run_state (RS3: a
+// fast refusal), takes its seq (IN1, seq_cst) and loads run_state again (RS2, seq_cst) before it
+// enqueues. In the single seq_cst order, if RS2 reads kActive it precedes RS1, so IN1 does too,
+// and every count read after RS1 sees the seq: the task is accepted, and no thread can exit (no
+// shutdown_now() can return) before its item is taken in; the shutdown policies then apply to it
+// as to any pending task. If RS2 reads a shutdown, the producer gives the seq back (IN4) and the
+// rejection policy applies: the task is rejected, never enqueued. So a submission is accepted
+// (then it runs, is cancelled by a policy or returned by shutdown_now()) or rejected, whatever
+// the timing: never accepted and then dropped because the threads had gone meanwhile (what a
+// check after the enqueue allowed: a producer preempted between its first check and its seq,
+// or admitted under Options::capacity there, while shutdown() ran to termination).
+// A periodic task's next run queued by a caller_runs caller is not a submission: it checks after
+// its enqueue (RS5), and is cancelled if the threads are gone (after_racing_shutdown).
 //
 // Edges (each names its partner):
-//   (RS1) shutdown / shutdown_now: run_state CAS seq_cst -> pairs with (RS2) and the drain's
-//         count read (IN5): the Dekker pair above.
-//   (RS2) submit, run_in_caller: run_state load seq_cst after the enqueue -> pairs with (RS1).
+//   (RS1) shutdown / shutdown_now: run_state CAS seq_cst -> pairs with (RS2), (RS5) and the
+//         drain's count read (IN5): the Dekker pair above.
+//   (RS2) submit, submit_counted: run_state load seq_cst after the seq (IN1), before the enqueue
+//         -> pairs with (RS1).
+//   (RS5) run_in_caller's re-queue: run_state load seq_cst after the enqueue -> pairs with (RS1).
 //   (RS3) loads of run_state that need an acquire: submit's fast refusal, is_shutdown,
 //         is_terminating, is_terminated (acquire) and EngineState::state (seq_cst: stronger, no
 //         dearer; engine_state.hpp) -> see what RS1 or RS4 published.
@@ -129,9 +138,9 @@ void Engine::on_clock_advanced() noexcept {
   if (state_.run_state.load(std::memory_order_acquire) != RunState::kActive) return reject(t, sh, false);
   if (state_.opt.capacity != 0) return submit_counted(t, sh, never);
   const std::uint64_t seq = sh.take_seq();  // (IN1)
-  const bool callback_owed = sh.publish(t, seq, never);
-  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
-  if (callback_owed) run_wake_callback();
+  // (RS2) seq_cst, after the seq, before the enqueue: accepted or rejected (above).
+  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) [[unlikely]] return reject_after_seq(t, sh);
+  if (sh.publish(t, seq, never)) run_wake_callback();
 }
 
 // submit() under Options::capacity: admitted first (Shard::try_admit), counted by what is
@@ -151,10 +160,17 @@ void Engine::on_clock_advanced() noexcept {
   // submit()'s tail, written again here so that it runs inside keep's life (the victim's
   // callable may have destroyed the scheduler) while submit() itself holds no shared_ptr.
   const std::uint64_t seq = sh.take_seq();  // (IN1)
+  // (RS2) seq_cst, after the seq, before the enqueue: accepted or rejected (above).
+  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) [[unlikely]] return reject_after_seq(t, sh);
   t->flags |= kCountsCancel;  // its admission counted it: so must its cancel (shard_cancel.cpp)
-  const bool callback_owed = sh.publish(t, seq, never);
-  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
-  if (callback_owed) run_wake_callback();
+  if (sh.publish(t, seq, never)) run_wake_callback();
+}
+
+// A submission whose RS2 saw the shutdown: its seq (and place) given back, then rejected as any
+// submission after shutdown (the rejection policy: nothing of kairos is held while it runs).
+[[gnu::noinline]] void Engine::reject_after_seq(TaskBase* t, Shard& sh) {
+  sh.give_back_seq();
+  reject(t, sh, false);
 }
 
 // The wake callback. Options::on_wake is user code: it runs last in the public call that woke
@@ -216,7 +232,7 @@ void Engine::run_in_caller(TaskBase* t, Shard& sh) {
   // A periodic re-queue is never rejected: enqueue without the capacity check.
   sh.admit_unchecked();
   const bool callback_owed = sh.publish(t, sh.take_seq(), t->never != 0);
-  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS2)
+  if (state_.run_state.load(std::memory_order_seq_cst) != RunState::kActive) sh.after_racing_shutdown();  // (RS5)
   if (callback_owed) run_wake_callback();
 }
 

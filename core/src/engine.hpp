@@ -38,6 +38,7 @@ class Engine final : public SchedulerCore, public ClockListener, public std::ena
   void submit(TaskBase* t, std::int64_t deadline, bool never) override;
   void submit_counted(TaskBase* t, Shard& sh, bool never);  // submit() under Options::capacity
   void reject(TaskBase* t, Shard& sh, bool over_capacity);
+  void reject_after_seq(TaskBase* t, Shard& sh);  // a submission whose RS2 saw the shutdown
   void run_in_caller(TaskBase* t, Shard& sh);
   void on_cancelled(TaskBase* t, bool queued) noexcept override;
   std::shared_ptr<SchedulerCore> rearm_locked(TaskBase* t, std::int64_t deadline, bool never) noexcept override;

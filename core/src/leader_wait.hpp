@@ -48,6 +48,12 @@ class LeaderWait {
   std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // LW1
   void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // LW2
   void disarm() noexcept { armed_.store(kAwake, std::memory_order_seq_cst); }
+  // After the clock read that found the wait's deadline reached: true if a wake-up came since
+  // LW1 all the same (a producer between its enqueue and its wake-up when the spin or the futex
+  // ended). Then the reach does not count (Shard::wait_for): a submission that came before that
+  // clock read is drained before anything due at it is popped.
+  // (LW11) seq_cst load, after the clock read: pairs with (LW7).
+  bool woken_since(std::uint32_t w) const noexcept { return wake_word_.load(std::memory_order_seq_cst) != w; }
   // Poll mode, several shards: the loop sleeps until the earliest of their deadlines, so each
   // shard's arm comes down to it (never up, and not once a wake was signalled: kAwake). Lowering
   // keeps the argument above: a producer then wins LW4 for fewer deadlines, never for fewer of
@@ -118,7 +124,7 @@ class LeaderWait {
   }
   // Makes the leader re-examine everything (time moved, state changed, the inbox filled up).
   void wake() noexcept {
-    wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (LW7) pairs with (LW6)
+    wake_word_.fetch_add(1, std::memory_order_seq_cst);           // (LW7) pairs with (LW6), (LW10), (LW11)
     if (sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(&wake_word_);  // (LW8) with (LW5)
   }
 

@@ -145,6 +145,10 @@ class Shard {
   std::uint64_t drained_for_testing() const noexcept { return inbox_.drained(); }
   std::size_t held_for_testing() const KAIROS_EXCLUDES(mu_);  // shard.cpp
   std::uint64_t removes_sent_for_testing() const noexcept { return inbox_.removes_sent(); }
+  // Test seam (tests/engine/shard_leader_test.cpp): called by every leader of the process after
+  // its pass's drain, before its pop (lead()), under the shard lock. A test switch (relaxed: the
+  // test sets it before it makes the pass happen, and the handshake it does inside orders the rest).
+  static inline std::atomic<void (*)()> g_before_pop_for_testing{nullptr};
 
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
@@ -167,11 +171,18 @@ class Shard {
   }
   // publish()'s push found no memory: the seq is given back, t released; throws std::bad_alloc.
   [[noreturn, gnu::cold, gnu::noinline]] void publish_failed(TaskBase* t) {
+    give_back_seq();
+    release(t);
+    throw std::bad_alloc();
+  }
+  // A seq taken by a submission that is not enqueued after all (no memory, or it saw the shutdown
+  // after its seq: Engine::submit, RS2), and its admission under Options::capacity (a submission
+  // takes its place before its seq). The lifecycle's count read may have seen the seq: the
+  // abandon (IN4) settles it.
+  [[gnu::cold, gnu::noinline]] void give_back_seq() noexcept {
     inbox_.abandon();
     if (engine_.opt.capacity != 0) admitted_.fetch_sub(1, std::memory_order_acq_rel);  // (CT3)
     wait_.wake();  // drain_all() may be waiting for this seq
-    release(t);
-    throw std::bad_alloc();
   }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
   // The canceller's half (SchedulerCore::on_cancelled, shard_cancel.cpp): t is kCancelled|kPin.
@@ -201,7 +212,7 @@ class Shard {
   void lower_wake(std::int64_t deadline) noexcept { wait_.lower(deadline); }
 
   // ---- lifecycle calls: any thread; each takes mu_ (shard_retire.cpp, shard.cpp) ---------------
-  void after_racing_shutdown() KAIROS_EXCLUDES(mu_);  // a submission that saw shutdown only after its enqueue
+  void after_racing_shutdown() KAIROS_EXCLUDES(mu_);  // a periodic re-queue that saw shutdown only after its enqueue (RS5)
   [[nodiscard]] bool make_room() KAIROS_EXCLUDES(mu_);  // discard_oldest: cancels the earliest pending task
   void apply_shutdown() KAIROS_EXCLUDES(mu_);  // shutdown(), and a policy turned off after it
   void take_pending(std::vector<TaskBase*>& orphans) KAIROS_EXCLUDES(mu_);  // shutdown_now()

@@ -133,7 +133,8 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
   // The clock read with which the last wait reached its deadline, no wake-up having come:
   // kMinNs otherwise. Such a wait's due tasks are popped before the inbox is drained. Every
   // submission counted before the wait was armed was taken in (arm_and_check), and every later
-  // one due before the armed deadline would have woken it (LW4); so what the inbox holds is due
+  // one due before the armed deadline would have woken it (LW4), and a wake-up that came by the
+  // clock read that reached the deadline voids the reach (LW11); so what the inbox holds is due
   // no earlier than the tasks just reached, and of those equal to them, submitted later (a
   // submission's take-in follows its seq order). The drain, with its misses on the lines the
   // producers wrote, comes after the batch, not between the deadline and the start.
@@ -144,17 +145,25 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     // ManualClock::advance that came between: the leader would then sleep for ever.
     const std::uint32_t w = wait_.wake_epoch();
     const std::int64_t reached_at = std::exchange(reached, kMinNs);
+    // The clock before the drain: every submission made before this read is in the timer queue
+    // when the pop below takes what is due at it (the drain ends with a complete pass, inbox.hpp),
+    // so a task due earlier than a popped one, submitted before the pop's clock read, is never
+    // left behind in the inbox. Read after the drain, a submission due at once that came between
+    // the two (and a ManualClock::advance after it) started after tasks due later
+    // (ShardLeader.ASubmissionBeforeThePopsClockReadIsPoppedInDeadlineOrder). A task that comes
+    // due during the drain waits for the next pass: its wait ends at once (its deadline passed).
+    std::int64_t now = reached_at != kMinNs ? reached_at : engine_.now_ns();
     // The drain ends with the restamp pass if one was asked for (RN2); a reached deadline's pop
     // skips the drain, not the pass.
     if (reached_at == kMinNs) drain(lk, true);
     else restamp_if_due(lk);
+    if (auto* hook = g_before_pop_for_testing.load(std::memory_order_relaxed)) [[unlikely]] hook();
     if (must_exit(lk)) return 0;
     if (engine_.state() >= RunState::kShutdownNow) {
       // Nothing starts after shutdown_now(); it takes the tasks and wakes this thread to exit.
       wait_for(lk, w, kMaxNs, true, grave);
       continue;
     }
-    std::int64_t now = reached_at != kMinNs ? reached_at : engine_.now_ns();
     // A task held back in the inbox is due (the wait or the drain took longer than kHoldAheadNs):
     // into the timer queue first, so that what is popped next follows deadline order and FIFO.
     if (held_due(now)) drain(lk);
@@ -466,6 +475,9 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
     }
     if (!woken && mode != WaitPolicy::Mode::sleep) reached = wait_.spin_until(w, deadline);
     else if (!woken && !forever) reached = steady_now_ns();  // sleep mode: the futex timed out
+    // A wake-up that came by that clock read (a submission due earlier, its enqueue just before
+    // the read): the next pass drains before it pops, as for any wake-up.
+    if (reached != kMinNs && wait_.woken_since(w)) reached = kMinNs;  // (LW11)
   }
   wait_.disarm();
   lk.lock(mu_);

@@ -262,9 +262,10 @@ void Shard::thread_not_started() noexcept {
   unlock_and_bury(lk, grave);
 }
 
-// A submission that saw the scheduler shut down only after it was enqueued. Under mu_ the shard's
-// threads are either still there (they will drain it: their exit waits for the inbox to catch up)
-// or gone; then this thread drains the inbox and cancels what it finds.
+// A periodic task's next run, queued by a caller_runs caller, that saw the scheduler shut down
+// only after it was enqueued (RS5; a submission checks before its enqueue, RS2, engine.cpp).
+// Under mu_ the shard's threads are either still there (they will drain it: their exit waits for
+// the inbox to catch up) or gone; then this thread drains the inbox and cancels what it finds.
 void Shard::after_racing_shutdown() {
   std::vector<TaskBase*> grave;
   Lock lk(mu_);

@@ -278,6 +278,55 @@ TEST(Shutdown, PolicySettersBeforeShutdownTakeEffectAtShutdown) {
   ASSERT_TRUE(s.await_termination(kPatience));
 }
 
+// ---- shutdown() racing a submission --------------------------------------------------------
+
+// A capture whose destruction blocks (once: a moved-from one is empty) until `go` opens.
+struct BlocksItsDestruction {
+  Gate* entered;
+  Gate* go;
+  BlocksItsDestruction(Gate& e, Gate& g) : entered(&e), go(&g) {}
+  BlocksItsDestruction(BlocksItsDestruction&& o) noexcept : entered(std::exchange(o.entered, nullptr)), go(o.go) {}
+  BlocksItsDestruction& operator=(BlocksItsDestruction&&) = delete;
+  ~BlocksItsDestruction() {
+    if (entered == nullptr) return;
+    entered->open();
+    (void)go->wait();
+  }
+  void operator()() const {}
+};
+
+// A submission held between its first look at the run state and its sequence number (here: in
+// discard_oldest's eviction, whose victim's capture destructor blocks on the submitting thread)
+// while shutdown() runs to termination. It is then rejected (the policy after shutdown: its
+// future cancelled at once, counted as rejected), never accepted: an accepted task must run, be
+// cancelled by a policy or be returned, and with the threads gone none of that can happen. A
+// check of the run state after the enqueue accepted it and then cancelled it where it lay.
+TEST(ShutdownRace, ASubmissionThatSeesTheShutdownOnlyAfterItsFirstCheckIsRejected) {
+  kairos::Options o = single_thread();
+  o.capacity = 1;
+  o.rejection = kairos::Rejection::discard_oldest;
+  kairos_test::Scheduler s(o);
+  Gate entered, go;
+  auto victim = s.schedule(BlocksItsDestruction(entered, go), 1h);
+  std::atomic<bool> ran{false};
+  std::optional<kairos::ScheduledFuture<void>> x;
+  std::thread producer([&] { x = s.schedule([&] { ran = true; }, 0ms); });
+  ASSERT_TRUE(entered.wait()) << "the submission did not evict the victim";
+  s.shutdown();
+  const bool terminated = s.await_termination(kPatience);
+  go.open();
+  producer.join();
+  ASSERT_TRUE(terminated) << "nothing was pending: the threads should have gone";
+  ASSERT_TRUE(x.has_value());
+  EXPECT_TRUE(victim.is_cancelled());
+  EXPECT_TRUE(x->is_cancelled()) << "the policy after shutdown (discard_oldest): cancelled at once";
+  EXPECT_FALSE(ran.load());
+  const kairos::ShardStats st = s.stats().total();
+  EXPECT_EQ(st.submitted, 1u) << "the racing submission was counted as accepted";
+  EXPECT_EQ(st.rejected, 1u) << "the racing submission (the victim's eviction counts as cancelled)";
+  EXPECT_EQ(st.cancelled, 1u) << "the victim only";
+}
+
 // ---- shutdown_now() ---------------------------------------------------------------------
 
 TEST(ShutdownNow, ReturnsPendingTasksEarliestDeadlineFirst) {

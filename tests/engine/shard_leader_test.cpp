@@ -30,6 +30,11 @@ std::uint64_t in_inbox(kairos::Scheduler& s) { return s.stats().total().in_inbox
 // arrived before it counts (a cancel made before it is counted), so it always reads 0 here.
 std::uint64_t in_inbox_untouched(Shard* shard) { return shard->stats().in_inbox; }
 
+// The newest shard's leader has drained `n` submissions (e.g. the high-water wake at the n-th).
+bool leader_drained(Shard* shard, std::uint64_t n) {
+  return kairos_test::eventually([&] { return shard->drained_for_testing() >= n; });
+}
+
 bool wait_until_drained(kairos::Scheduler& s) {
   const auto until = std::chrono::steady_clock::now() + kPatience;
   while (in_inbox(s) != 0)
@@ -76,13 +81,89 @@ TEST_P(ShardLeader, AReachedDeadlineStartsItsTaskBeforeTheInboxIsDrained) {
   if (rounds_that_said_something == 0) GTEST_SKIP() << "the leader never waited before the later submissions came";
 }
 
+// ---- the pop's clock: read before the drain ------------------------------------------------------
+// A hook the leader calls between its drain and its pop (Shard::g_before_pop_for_testing). The
+// first call after arm() blocks until release(): the test submits and moves time meanwhile,
+// as a producer would while the leader drains. Installed for one test, removed at its end.
+class BeforePopHandshake {
+ public:
+  BeforePopHandshake() {
+    state_.store(kArmed);
+    Shard::g_before_pop_for_testing.store(&hook);
+  }
+  ~BeforePopHandshake() {
+    Shard::g_before_pop_for_testing.store(nullptr);
+    state_.store(kReleased);  // a leader still inside goes on
+  }
+  // The leader is between a drain and a pop, and stays there until release().
+  bool entered() {
+    return kairos_test::eventually([] { return state_.load() == kEntered; });
+  }
+  void release() { state_.store(kReleased); }
+
+ private:
+  enum State { kArmed, kEntered, kReleased };
+  static void hook() {
+    int armed = kArmed;
+    if (!state_.compare_exchange_strong(armed, kEntered)) return;  // the first pass only
+    const auto until = std::chrono::steady_clock::now() + kPatience;
+    while (state_.load() != kReleased && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
+  static inline std::atomic<int> state_{kReleased};
+};
+
+// Task B is due at +1 us; the leader has taken it in. Z (due now) wakes it; after its drain (Z
+// taken in) and before its pop, A is submitted, due now, and the clock moves to B's deadline.
+// A and Z are due before B, and both were submitted before the leader could read the time at
+// which B is due: Z, A, B. A pop at a clock read after the drain started B before A, which was
+// still in the inbox (Fifo.MixedDeadlinesKeepTieOrder failed so once in a CI run).
+TEST(PopClock, ASubmissionBeforeThePopsClockReadIsPoppedInDeadlineOrder) {
+  kairos::ManualClock clock;
+  kairos::BasicScheduler<kairos::ManualClock> s(kairos_test::single_thread(), clock);
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  kairos_test::Recorder order;
+  s.schedule([&] { order.add('B'); }, 1us);
+  ASSERT_TRUE(leader_drained(shard, 1));
+  BeforePopHandshake handshake;
+  s.schedule([&] { order.add('Z'); }, 0us);
+  ASSERT_TRUE(handshake.entered());
+  s.schedule([&] { order.add('A'); }, 0us);
+  clock.advance(1us);
+  handshake.release();
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(order.ids(), (std::vector<int>{'Z', 'A', 'B'}));
+}
+
+// The same on the steady clock, under each wait policy: B (re-armable, so that it is never held
+// back in the inbox) is due in 20 ms; inside the handshake the test waits past B's deadline and
+// submits A due 1 ms before it, so A is due at every clock read after the drain and before B.
+TEST_P(ShardLeader, ASubmissionBeforeThePopsClockReadIsPoppedInDeadlineOrder) {
+  kairos::Options o = kairos_test::single_thread();
+  o.wait = GetParam();
+  kairos::Scheduler s(o);
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  kairos_test::Recorder order;
+  const auto b_due = std::chrono::steady_clock::now() + 20ms;
+  auto b = s.schedule_rearmable_at([&] { order.add('B'); }, b_due);
+  ASSERT_TRUE(leader_drained(shard, 1));
+  {
+    BeforePopHandshake handshake;
+    s.schedule([&] { order.add('Z'); }, 0us);
+    ASSERT_TRUE(handshake.entered());
+    if (std::chrono::steady_clock::now() >= b_due - 2ms) GTEST_SKIP() << "B came due before the pass (a stalled test thread)";
+    std::this_thread::sleep_until(b_due + 1ms);
+    s.schedule_at([&] { order.add('A'); }, b_due - 1ms);
+    handshake.release();
+  }
+  ASSERT_EQ(b.wait_for(kPatience), std::future_status::ready);
+  ASSERT_TRUE(s.wait_idle(kPatience));
+  EXPECT_EQ(order.ids(), (std::vector<int>{'Z', 'A', 'B'}));
+}
+
 // ---- held back: the newest far-future submissions stay in the inbox -------------------------------
 constexpr std::size_t kHighWater = Shard::kDrainEvery;  // the submission that wakes the leader to drain
-
-// The newest shard's leader has drained `n` submissions (the high-water wake at the n-th).
-bool leader_drained(Shard* shard, std::uint64_t n) {
-  return kairos_test::eventually([&] { return shard->drained_for_testing() >= n; });
-}
 
 // Tasks held back due kHeldDue from their submission: the leader takes them in kHoldAheadNs before
 // that, so how many it holds says something only when read well before (kHeldReadWithin). A test

@@ -352,6 +352,7 @@ class Ledger {
         problems.push_back("(more problems not shown)");
     };
     std::size_t unexplained_one_shot = 0;
+    std::size_t executes_never_ran = 0;  // of those: execute() tasks (no future) that never started
     std::int64_t uncaught_min = 0, uncaught_max = 0;
     std::size_t n = size();
     for (std::size_t i = 0; i < n; ++i) {
@@ -398,7 +399,10 @@ class Ledger {
       if (e.kind == Kind::execute) {
         if (starts > 1) bad(e, "ran " + std::to_string(starts) + " times");
         if (starts == 1) ++sum.one_shot_ran;
-        if (starts == 0) ++unexplained_one_shot;
+        if (starts == 0) {
+          ++unexplained_one_shot;
+          ++executes_never_ran;
+        }
         if (e.throws.load()) {
           ++uncaught_max;
           if (!e.caller_runs.load() && !e.orphan_runs.load()) ++uncaught_min;
@@ -470,8 +474,9 @@ class Ledger {
     sum.unexplained_cancels += unexplained_one_shot;
     if (!allow.delayed_cancelled_by_policy && !allow.evictions && unexplained_one_shot > allow.dropped_tasks) {
       problems.push_back(std::to_string(unexplained_one_shot) +
-                         " one-shot tasks never ran and nobody cancelled them; shutdown_now() "
-                         "accounts for at most " + std::to_string(allow.dropped_tasks) + ": lost");
+                         " one-shot tasks never ran and nobody cancelled them (" +
+                         std::to_string(executes_never_ran) + " execute(), the rest with a future reporting "
+                         "cancelled); shutdown_now() accounts for at most " + std::to_string(allow.dropped_tasks) + ": lost");
     }
     if (sum.starts_after_stop > allow.max_starts_after_stop) {
       problems.push_back(std::to_string(sum.starts_after_stop) +
