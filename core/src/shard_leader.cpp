@@ -176,6 +176,10 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
     bool forever = head == nullptr || head->never_due();
     std::int64_t deadline = forever ? kMaxNs : head->deadline;
+    // The head came due during the drain (after this pass's clock read): the next pass pops it,
+    // with no wait armed only to end at once (W6 and W7 meet this whenever the drain took in a
+    // task submitted after the clock read).
+    if (!forever && deadline <= engine_.now_ns()) continue;
     if (const std::int64_t h = held_wake(); h < deadline) {  // the inbox holds tasks back: in time for them
       deadline = h;
       forever = false;
