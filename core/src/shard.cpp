@@ -104,9 +104,9 @@ bool Shard::idle(std::uint64_t submitted, std::uint64_t removes, std::int64_t no
 // owed: the leader computes its wait under mu_ (so it sees what this took in), and a submission
 // this took in after the leader armed was counted after its arm, so its producer met that arm
 // (LW3) and woke it if it had to. Before shutdown only: after it, the shutdown took in what had
-// arrived and a racing submission was counted by it or is rejected by its producer (RS2). Bounded (kQueryRounds): under
-// producers faster than the drain it returns with what it took in (queue_size() is exact only
-// while producers are quiet).
+// arrived, and a racing submission was counted by it or is rejected by its producer (RS2).
+// Bounded (kQueryRounds): under producers faster than the drain it returns with what it took in
+// (queue_size() is exact only while producers are quiet).
 void Shard::take_in_arrived() noexcept {
   std::vector<TaskBase*> grave;  // empty unless the drain dropped something: no allocation then
   Lock lk(mu_);

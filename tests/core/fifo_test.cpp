@@ -81,7 +81,7 @@ TEST(Fifo, EqualDeadlinesBillionsOfSubmissionsApartKeepSubmissionOrder) {
   for (int d = 0; d < kDeadlines; ++d)
     for (int i = 0; i < 2 * kEach; ++i)
       if (key_of[i] == d) expected.push_back(i);
-  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(ids, expected) << kairos_test::where_they_differ(ids, expected);
 }
 
 // The same across the restamp of a re-armed task's keys and of a periodic task's stamp (a
@@ -177,7 +177,7 @@ TEST(Fifo, RestampPassesRacingReArmsAndCancelsKeepOrderAndLoseNothing) {
     if (final_second[a] != final_second[b]) return final_second[a] < final_second[b];
     return final_rank[a] < final_rank[b];
   });
-  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(ids, expected) << kairos_test::where_they_differ(ids, expected);
 }
 
 // The sequence itself passes 2^32 (stamps wrap to 0) between equal deadlines.
@@ -222,7 +222,7 @@ TEST(Fifo, MixedDeadlinesKeepTieOrder) {
   std::vector<int> expected;
   for (int d = 0; d < 5; ++d)
     for (int i = d; i < kTasks; i += 5) expected.push_back(i);
-  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(ids, expected) << kairos_test::where_they_differ(ids, expected);
 }
 
 // Thread A submits task a_i, then publishes i; thread B waits for i, then submits b_i with the
