@@ -82,9 +82,10 @@ TEST_P(ShardLeader, AReachedDeadlineStartsItsTaskBeforeTheInboxIsDrained) {
 }
 
 // ---- the pop's clock: read before the drain ------------------------------------------------------
-// A hook the leader calls between its drain and its pop (Shard::g_before_pop_for_testing). The
-// first call after arm() blocks until release(): the test submits and moves time meanwhile,
-// as a producer would while the leader drains. Installed for one test, removed at its end.
+// A hook the leader calls between its drain and its pop (Shard::g_before_pop_for_testing). Its
+// first call after the handshake is made blocks until release(): the test submits and moves time
+// meanwhile, as a producer would while the leader drains. Installed by the constructor, removed
+// (and a leader still inside let go) by the destructor.
 class BeforePopHandshake {
  public:
   BeforePopHandshake() {
