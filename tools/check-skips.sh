@@ -9,9 +9,9 @@
 # every run for days. A skip that depends on load (a test thread stalled past its window) happens
 # in one run and not the next; a dead test skips in all of them. So the rule is across runs: the
 # release, ThreadSanitizer and ASan+UBSan ctests of tools/run-tests.sh. With one run only
-# (KAIROS_SANITIZERS=0) it names what skipped and does not fail: one run cannot tell the two apart. A name that passes in any
-# run is alive (the poll-mode and thread-mode binaries share test names: each skips what is the
-# other's).
+# (KAIROS_SANITIZERS=0) it names what skipped and does not fail: one run cannot tell the two
+# apart. A name that passes in any run is alive (the poll-mode and thread-mode binaries share
+# test names: each skips what is the other's).
 #
 # The list (tests/expected-skips.txt): one shell pattern per line, then why the test cannot run on
 # the CI machine; `#` starts a comment. Reads ctest's progress lines
