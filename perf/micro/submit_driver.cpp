@@ -15,7 +15,10 @@
 // The schedule and cancel loops also print the calling thread's CPU time per operation
 // (CLOCK_THREAD_CPUTIME_ID) and the wall time: run once as is and once under `taskset -c 0` (the
 // whole process on one CPU: no line crosses cores), the difference of the two CPU figures is what
-// the lines the scheduler's thread holds cost the producer (issue 29's transfer cost).
+// the lines the scheduler's thread holds cost the producer (issue 29's transfer cost). They also
+// print the caller's page faults and who grew the task pool's slabs (the scheduler's thread ahead
+// of the caller, or the caller itself when none was ready): a fresh process's W1 faults its
+// nodes' pages in somewhere.
 // With "steady" after schedule, cancel or cancel1024, the loop runs in chunks with pauses between
 // them (below: what valgrind's one thread at a time does to the counts otherwise).
 // With "execute_after" the W1 shape with execute_after(f, 1h): no future.
@@ -29,8 +32,10 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
 #include <time.h>
 
+#include <kairos/detail/task_pool.hpp>
 #include <kairos/kairos.hpp>
 
 namespace {
@@ -124,6 +129,13 @@ int main(int argc, char** argv) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
   };
+  auto thread_faults = [] {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_minflt;
+  };
+  const kairos::detail::TaskPoolStats pool0 = kairos::detail::task_pool_stats();
+  const long faults0 = thread_faults();
   const double cpu0 = thread_cpu_ns();
   const auto wall0 = std::chrono::steady_clock::now();
   // "steady": the loop in chunks of 16,384 with a pause of 20 ms between them, outside the
@@ -148,6 +160,12 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - wall0).count();
   std::printf("%s: caller CPU %.1f ns/op, wall %.1f ns/op\n", cancel ? "schedule+cancel" : post ? "execute_after" : "schedule",
               (thread_cpu_ns() - cpu0) / static_cast<double>(n), wall / static_cast<double>(n));
+  // Who faulted the nodes' pages in: the scheduler's thread (slabs it prepared ahead) or the
+  // caller (slabs it found none ready for and grew itself, whose pages then fault in its calls).
+  const kairos::detail::TaskPoolStats pool1 = kairos::detail::task_pool_stats();
+  std::printf("caller page faults %ld; slabs prepared by the scheduler %llu, grown by the caller %llu\n",
+              thread_faults() - faults0, static_cast<unsigned long long>(pool1.slabs_prepared - pool0.slabs_prepared),
+              static_cast<unsigned long long>(pool1.slabs_grown_by_alloc - pool0.slabs_grown_by_alloc));
   std::size_t pending = sched.queue_size();
   std::size_t taken = sched.shutdown_now().size();  // the Tasks drop here: futures cancelled
   std::printf("submitted %ld, pending %zu, taken by shutdown_now %zu\n", n, pending, taken);
