@@ -41,6 +41,10 @@
 namespace kairos::detail {
 
 inline constexpr std::int64_t kAwake = kMinNs;  // `armed` while the leader is not waiting
+// The inbox's high-water intervals (LeaderWait::set_high_water_mask): while the task pool grows,
+// and while it does not.
+inline constexpr std::uint32_t kShortHighWater = 8192;
+inline constexpr std::uint32_t kLongHighWater = 32768;
 
 class LeaderWait {
  public:
@@ -48,6 +52,20 @@ class LeaderWait {
   std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // LW1
   void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // LW2
   void disarm() noexcept { armed_.store(kAwake, std::memory_order_seq_cst); }
+  // The inbox's high-water interval, less one (a power of two less one): the producer whose seq
+  // ends in it wakes the leader to drain in bulk (Shard::publish). The leader chooses it when it
+  // prepares the task pool (Shard::wait_for): short while the pool grows, so that the preparer
+  // runs often enough to keep slabs ready; long when it does not, so that the held-back count
+  // (take_in_all) reads the newest pending timeouts less often. A hint, not a protocol: no
+  // deadline depends on it (a due submission wakes the leader by LW4), and it publishes nothing:
+  // a stale mask moves one wake-up. It sits on the armed deadline's line, which the producer reads
+  // anyway (LW3), and is stored only when it changes.
+  // (HW1) relaxed load and store, the leader the one writer -> pairs with (HW2).
+  void set_high_water_mask(std::uint32_t mask) noexcept {
+    if (high_water_mask_.load(std::memory_order_relaxed) != mask) high_water_mask_.store(mask, std::memory_order_relaxed);
+  }
+  // (HW2) relaxed load, by the producer after LW3 -> pairs with (HW1).
+  std::uint32_t high_water_mask() const noexcept { return high_water_mask_.load(std::memory_order_relaxed); }
   // After the clock read that found the wait's deadline reached: true if a wake-up came since
   // LW1 all the same (a producer between its enqueue and its wake-up when the spin or the futex
   // ended). Then the reach does not count (Shard::wait_for): a submission that came before that
@@ -133,6 +151,7 @@ class LeaderWait {
   std::atomic<std::uint32_t> wake_word_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> restamp_asked_{false};  // RN1/RN2
+  std::atomic<std::uint32_t> high_water_mask_{kShortHighWater - 1};  // set_high_water_mask
   LoopWake* loop_wake_ = nullptr;  // read-only once producers run
   std::atomic<std::uint64_t> loop_wakes_{0};
 };

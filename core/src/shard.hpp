@@ -81,7 +81,8 @@ inline bool freeable_in_place(const TaskBase* t, std::uint32_t s, std::uint32_t 
 
 class Shard {
  public:
-  static constexpr std::uint64_t kDrainEvery = 8192;  // inbox high-water mark (power of two)
+  static constexpr std::uint64_t kDrainEvery = kShortHighWater;  // remove requests' high-water mark
+                                                                   // (submissions: high_water_mask)
   static constexpr std::size_t kMaxBatch = 64;        // due tasks one leader takes at once
   static constexpr std::int64_t kRetryTakeInNs = 1'000'000;  // after the queue could not grow
   static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the
@@ -149,6 +150,9 @@ class Shard {
   // its pass's drain, before its pop (lead()), under the shard lock. A test switch (relaxed: the
   // test sets it before it makes the pass happen, and the handshake it does inside orders the rest).
   static inline std::atomic<void (*)()> g_before_pop_for_testing{nullptr};
+  // Test seam (shard_leader_test.cpp): -1 (the default) asks the task pool whether it grows when
+  // the leader chooses the high-water interval (wait_for); 0 or 1 answers for it.
+  static inline std::atomic<int> g_pool_grows_for_testing{-1};
 
   // Enqueues t (the caller's scheduler reference) with sequence number seq, and wakes the leader
   // if t is due before the deadline it waits for. std::bad_alloc (t released) if it cannot.
@@ -166,7 +170,8 @@ class Shard {
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
     if (!inbox_.push(t)) [[unlikely]] publish_failed(t);
     const bool callback_owed = wait_.notify_earlier(never ? kMaxNs : deadline);
-    if ((seq & (kDrainEvery - 1)) == kDrainEvery - 1) wait_.wake();  // high-water: drain in bulk
+    const std::uint64_t mask = wait_.high_water_mask();  // the line LW3 just read
+    if ((seq & mask) == mask) wait_.wake();  // high-water: drain in bulk
     return callback_owed;
   }
   // publish()'s push found no memory: the seq is given back, t released; throws std::bad_alloc.

@@ -12,7 +12,7 @@
 //
 // Lazy draining. The leader never chases producers: it drains when it wakes — for a deadline,
 // for a submission due before the deadline it waits for (leader_wait.hpp), when the inbox passes
-// kDrainEvery items, or when a lifecycle call (wait_idle, stats, shutdown, a policy setter,
+// its high-water interval (8,192 items while the task pool grows, 32,768 otherwise), or when a lifecycle call (wait_idle, stats, shutdown, a policy setter,
 // discard_oldest) asks; after the batch when the wait reached its deadline unwoken (lead()). An
 // awake leader reads no line that producers write per submission except once per wait (the
 // count read of the wait protocol). Its own drains hold the newest far-future submissions back
@@ -458,8 +458,17 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
   wait_.arm(deadline);  // (LW2) again: a no-op store when arm_and_check did it
   unlock_and_bury(lk, grave);
   // The task pool's next slab is populated here, off the producers' path and never just before
-  // a deadline (it can take a few hundred microseconds on a VM).
-  if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) task_pool_prepare();
+  // a deadline (it can take a few hundred microseconds on a VM). The high-water interval follows
+  // the pool: while it grows, the short one, so that this runs often enough to keep its slabs
+  // ready (W1 fresh: the submitting thread faults the pages of the slabs it grows itself); while
+  // it does not, the long one, so that the held-back count reads the newest pending timeouts a
+  // quarter as often (W2: their cancels then find their lines unshared; PERF.md's fifteenth round).
+  if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) {
+    const int forced = g_pool_grows_for_testing.load(std::memory_order_relaxed);  // a test switch
+    const bool grows = forced < 0 ? task_pool_grows() : forced != 0;
+    wait_.set_high_water_mask((grows ? kShortHighWater : kLongHighWater) - 1);
+    task_pool_prepare();
+  }
   std::int64_t reached = kMinNs;
   if (engine_.manual) {
     wait_.sleep_until(w, -1);  // ManualClock::advance wakes every shard

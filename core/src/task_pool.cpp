@@ -100,9 +100,10 @@ namespace {
 constexpr std::size_t kPageBytes = 4096;
 constexpr std::size_t kMagazinesPerPrepare = 256;  // make_magazines_ahead, per call (~135 KB)
 // Populated slabs kept ready per class in use. Two: a leader that prepares only when it wakes (W1:
-// every kDrainEvery = 8,192 far-future submissions) must hand out more than one slab's nodes per
-// wake (5,460 of 48 bytes), or the submitting thread grows half its slabs itself, faulting their
-// pages one at a time (57-76 of ~150 slabs in a fresh million-timer run with one, 15-24 with two).
+// every kShortHighWater = 8,192 far-future submissions while the pool grows) must hand out more
+// than one slab's nodes per wake (5,460 of 48 bytes), or the submitting thread grows half its
+// slabs itself, faulting their pages one at a time (57-76 of ~150 slabs in a fresh million-timer
+// run with one, 15-24 with two).
 constexpr std::size_t kReadySlabs = 2;
 constexpr std::size_t kSlabHeaderBytes = 64;  // SlabHeader, padded: nodes start on a cache line
 static_assert(kClassCount <= 32, "g_want has one bit per class");
@@ -570,6 +571,9 @@ void task_free_batch(void* const* nodes, std::size_t n, std::uint8_t cls) noexce
     n -= k;
   }
 }
+
+// (TP20) relaxed: a hint, as TP10 (the leader reads it to choose its high-water interval, HW1).
+bool task_pool_grows() noexcept { return g_want.load(std::memory_order_relaxed) != 0; }
 
 void task_pool_prepare() noexcept {
   // (TP10) relaxed: a hint; see the edges at the top.

@@ -164,7 +164,9 @@ TEST_P(ShardLeader, ASubmissionBeforeThePopsClockReadIsPoppedInDeadlineOrder) {
 }
 
 // ---- held back: the newest far-future submissions stay in the inbox -------------------------------
-constexpr std::size_t kHighWater = Shard::kDrainEvery;  // the submission that wakes the leader to drain
+// The submission that wakes the leader to drain: the long interval's, which ends a short interval
+// too, so the count is the same whichever the leader chose (LeaderWait::set_high_water_mask).
+constexpr std::size_t kHighWater = kairos::detail::kLongHighWater;
 
 // Tasks held back due kHeldDue from their submission: the leader takes them in kHoldAheadNs before
 // that, so how many it holds says something only when read well before (kHeldReadWithin). A test
@@ -287,6 +289,52 @@ TEST(HeldBack, AfterShutdownTheHeldTasksStillRun) {
     EXPECT_EQ(ran.load(), kHighWater);
     return held;
   });
+}
+
+// ---- the high-water interval follows the task pool ------------------------------------------------
+// Sets what the leader is told about the task pool when it chooses the interval, for one test.
+class PoolGrows {
+ public:
+  explicit PoolGrows(bool grows) { Shard::g_pool_grows_for_testing.store(grows ? 1 : 0); }
+  ~PoolGrows() { Shard::g_pool_grows_for_testing.store(-1); }
+  PoolGrows(const PoolGrows&) = delete;
+  PoolGrows& operator=(const PoolGrows&) = delete;
+};
+
+bool high_water_is(Shard* shard, std::uint32_t interval) {
+  return kairos_test::eventually([&] { return shard->leader_wait().high_water_mask() == interval - 1; });
+}
+
+// While the pool does not grow, far-future submissions wake the leader every kLongHighWater, not
+// every kShortHighWater (W2's steady state: the held-back count reads the newest pending timeouts a
+// quarter as often); once it grows (W1 fresh), every kShortHighWater again, so that the leader
+// prepares slabs often enough. No deadline is involved: the tasks are due in an hour.
+TEST(HighWater, TheLeaderDrainsEveryLongIntervalWhileThePoolDoesNotGrowAndEveryShortOneOnceItDoes) {
+  using kairos::detail::kLongHighWater;
+  using kairos::detail::kShortHighWater;
+  PoolGrows still(false);
+  kairos::Scheduler s;
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  s.execute_after([] {}, 1h);  // wakes the leader, which then waits an hour and chooses the interval
+  ASSERT_TRUE(leader_drained(shard, 1));
+  ASSERT_TRUE(high_water_is(shard, kLongHighWater));
+  for (std::size_t i = 1; i < kShortHighWater; ++i) s.execute_after([] {}, 1h);
+  // The short interval's last submission is in: with the short interval it would have woken the
+  // leader, which drains within microseconds; 200 ms is a generous bound for a wake that must not come.
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(shard->drained_for_testing(), 1u) << "the leader drained at the short interval";
+  for (std::size_t i = kShortHighWater; i < kLongHighWater; ++i) s.execute_after([] {}, 1h);
+  ASSERT_TRUE(leader_drained(shard, kLongHighWater));
+  PoolGrows grows(true);
+  std::atomic<bool> ran{false};
+  s.execute_after([&] { ran.store(true); }, 1ms);  // due first: wakes the leader, whose next wait chooses again
+  ASSERT_TRUE(kairos_test::eventually([&] { return ran.load(); }));
+  ASSERT_TRUE(high_water_is(shard, kShortHighWater));
+  const std::size_t submitted = kLongHighWater + 1;
+  for (std::size_t i = submitted; i < kLongHighWater + kShortHighWater; ++i) s.execute_after([] {}, 1h);
+  EXPECT_TRUE(leader_drained(shard, kLongHighWater + kShortHighWater)) << "no drain at the short interval";
+  s.shutdown_now();
 }
 
 // ---- periodic runs in a batch ----------------------------------------------------------------------

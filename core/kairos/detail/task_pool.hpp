@@ -76,6 +76,9 @@ void task_free_batch(void* const* nodes, std::size_t n, std::uint8_t cls) noexce
 // throws (a slab that cannot be had is left to the allocating thread, which then grows itself
 // or gets std::bad_alloc).
 void task_pool_prepare() noexcept;
+// True if a class asked for a slab since the last task_pool_prepare() (its nodes are being
+// carved: the pool grows). A hint, read before task_pool_prepare() clears the requests.
+bool task_pool_grows() noexcept;
 
 // Statistics: bytes of slab memory taken so far (all classes, including ready slabs).
 std::size_t slab_bytes_reserved() noexcept;
