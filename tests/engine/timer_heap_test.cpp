@@ -183,6 +183,12 @@ TEST(TimerHeap, PooledNodesOfEveryClassFitTheDefaultWindow) {
 // Pushed first, it must not place the window: every pooled node after it would go to the side
 // table for the heap's life. It goes there itself, and the pooled nodes keep their slots.
 TEST(TimerHeap, AnOperatorNewNodeFirstDoesNotPlaceTheWindow) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer's mmap interceptor ends the process on a fixed mapping outside its application
+  // ranges ("mmap at bad address": once in a CI run, where the pool's slabs lay near a range's
+  // edge), instead of failing it. The test has one thread: the normal and ASan+UBSan runs keep it.
+  GTEST_SKIP() << "a fixed mapping 64 GiB from the pool may fall outside ThreadSanitizer's ranges";
+#endif
   auto nodes = make_nodes(100);
   // A page 64 GiB from the pooled nodes (either side, wherever the address space is free).
   const auto near = reinterpret_cast<std::uintptr_t>(nodes[0].get()) & ~std::uintptr_t{4095};
