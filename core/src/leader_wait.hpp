@@ -64,6 +64,8 @@ class LeaderWait {
   void set_high_water_mask(std::uint32_t mask) noexcept {
     if (high_water_mask_.load(std::memory_order_relaxed) != mask) high_water_mask_.store(mask, std::memory_order_relaxed);
   }
+  // Test seam: the leader is in its futex sleep (LW5 set), past its count read. Relaxed: a poll.
+  bool asleep_for_testing() const noexcept { return sleeping_.load(std::memory_order_relaxed); }
   // (HW2) relaxed load, by the producer after LW3 -> pairs with (HW1).
   std::uint32_t high_water_mask() const noexcept { return high_water_mask_.load(std::memory_order_relaxed); }
   // After the clock read that found the wait's deadline reached: true if a wake-up came since

@@ -301,8 +301,12 @@ class PoolGrows {
   PoolGrows& operator=(const PoolGrows&) = delete;
 };
 
-bool high_water_is(Shard* shard, std::uint32_t interval) {
-  return kairos_test::eventually([&] { return shard->leader_wait().high_water_mask() == interval - 1; });
+// The leader sleeps with this interval chosen: past its count read, so that nothing submitted
+// from now on is drained before a wake-up (a high-water mark or an earlier deadline).
+bool asleep_with_high_water(Shard* shard, std::uint32_t interval) {
+  return kairos_test::eventually([&] {
+    return shard->leader_wait().asleep_for_testing() && shard->leader_wait().high_water_mask() == interval - 1;
+  });
 }
 
 // While the pool does not grow, far-future submissions wake the leader every kLongHighWater, not
@@ -318,7 +322,7 @@ TEST(HighWater, TheLeaderDrainsEveryLongIntervalWhileThePoolDoesNotGrowAndEveryS
   ASSERT_NE(shard, nullptr);
   s.execute_after([] {}, 1h);  // wakes the leader, which then waits an hour and chooses the interval
   ASSERT_TRUE(leader_drained(shard, 1));
-  ASSERT_TRUE(high_water_is(shard, kLongHighWater));
+  ASSERT_TRUE(asleep_with_high_water(shard, kLongHighWater));
   for (std::size_t i = 1; i < kShortHighWater; ++i) s.execute_after([] {}, 1h);
   // The short interval's last submission is in: with the short interval it would have woken the
   // leader, which drains within microseconds; 200 ms is a generous bound for a wake that must not come.
@@ -330,7 +334,7 @@ TEST(HighWater, TheLeaderDrainsEveryLongIntervalWhileThePoolDoesNotGrowAndEveryS
   std::atomic<bool> ran{false};
   s.execute_after([&] { ran.store(true); }, 1ms);  // due first: wakes the leader, whose next wait chooses again
   ASSERT_TRUE(kairos_test::eventually([&] { return ran.load(); }));
-  ASSERT_TRUE(high_water_is(shard, kShortHighWater));
+  ASSERT_TRUE(asleep_with_high_water(shard, kShortHighWater));
   const std::size_t submitted = kLongHighWater + 1;
   for (std::size_t i = submitted; i < kLongHighWater + kShortHighWater; ++i) s.execute_after([] {}, 1h);
   EXPECT_TRUE(leader_drained(shard, kLongHighWater + kShortHighWater)) << "no drain at the short interval";
