@@ -62,7 +62,8 @@ class LeaderWait {
   // anyway (LW3), and is stored only when it changes.
   // (HW1) relaxed load and store, the leader the one writer -> pairs with (HW2).
   void set_high_water_mask(std::uint32_t mask) noexcept {
-    if (high_water_mask_.load(std::memory_order_relaxed) != mask) high_water_mask_.store(mask, std::memory_order_relaxed);
+    if (high_water_mask_.load(std::memory_order_relaxed) != mask)
+      high_water_mask_.store(mask, std::memory_order_relaxed);
   }
   // Test seam: the leader is in its futex sleep (LW5 set), past its count read. Relaxed: a poll.
   bool asleep_for_testing() const noexcept { return sleeping_.load(std::memory_order_relaxed); }

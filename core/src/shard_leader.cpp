@@ -12,11 +12,12 @@
 //
 // Lazy draining. The leader never chases producers: it drains when it wakes — for a deadline,
 // for a submission due before the deadline it waits for (leader_wait.hpp), when the inbox passes
-// its high-water interval (8,192 items while the task pool grows, 32,768 otherwise), or when a lifecycle call (wait_idle, stats, shutdown, a policy setter,
-// discard_oldest) asks; after the batch when the wait reached its deadline unwoken (lead()). An
-// awake leader reads no line that producers write per submission except once per wait (the
-// count read of the wait protocol). Its own drains hold the newest far-future submissions back
-// in the inbox (take_in_all, below) until a later drain or until 2 ms before they are due.
+// its high-water interval (8,192 items while the task pool grows, 32,768 otherwise: wait_for), or
+// when a lifecycle call (wait_idle, stats, shutdown, a policy setter, discard_oldest) asks; after
+// the batch when the wait reached its deadline unwoken (lead()). An awake leader reads no line
+// that producers write per submission except once per wait (the count read of the wait protocol).
+// Its own drains hold the newest far-future submissions back in the inbox (take_in_all, below)
+// until a later drain or until 2 ms before they are due.
 //
 // Ownership (who may touch what):
 //   queue_, batches_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).

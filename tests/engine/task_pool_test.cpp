@@ -261,8 +261,9 @@ TEST(TaskPool, ASlabIsItsOwnMappingWhateverMallocsThresholdIs) {
 
 TEST(TaskPool, PrepareOncePerDrainIntervalStillKeepsTheAllocatingThreadFromGrowing) {
   // W1's shape: the leader prepares only when it wakes, every kShortHighWater = 8,192 far-future
-  // submissions while the pool grows (LeaderWait::set_high_water_mask): more than one slab's nodes (5,461 of 48 bytes). With two slabs kept ready, the
-  // allocating thread never has to grow (and fault) a slab itself; with one it grew half of them.
+  // submissions while the pool grows (LeaderWait::set_high_water_mask): more than one slab's nodes
+  // (5,461 of 48 bytes). With two slabs kept ready, the allocating thread never has to grow (and
+  // fault) a slab itself; with one it grew half of them.
   constexpr std::uint8_t kCls = 1;  // 48 bytes: a one-shot node with a one-pointer capture
   constexpr std::size_t kWake = 8192;
   static_assert(kWake > kSlabBytes / 48);
