@@ -12,7 +12,7 @@
 //
 // Lazy draining. The leader never chases producers: it drains when it wakes — for a deadline,
 // for a submission due before the deadline it waits for (leader_wait.hpp), when the inbox passes
-// its high-water interval (8,192 items while the task pool grows, 32,768 otherwise: wait_for), or
+// its high-water interval (8,192 items while the task pool grows, 65,536 otherwise: wait_for), or
 // when a lifecycle call (wait_idle, stats, shutdown, a policy setter, discard_oldest) asks; after
 // the batch when the wait reached its deadline unwoken (lead()). An awake leader reads no line
 // that producers write per submission except once per wait (the count read of the wait protocol).
