@@ -77,7 +77,12 @@ class Inbox {
   static constexpr std::uintptr_t kTags = kRemoveTag | kRefileTag;
 
   // unconfirmed_ is reserved once for the most one drain() can leave there (kMaxPasses full
-  // passes) and a pass more: draining never grows it, so it never allocates on the leader.
+  // passes) and a pass more. It grows (doubling, on the leader) when drains in a row leave more:
+  // under a flood, and at a shard's first high-water wakes with the long interval (65,536
+  // submissions seen before a pass comes back short, leader_wait.hpp); it keeps that room after.
+  // Reserving for the long interval up front took that allocation off the leader but cost W5
+  // 0.5 byte a timer at a million (the reservation's pages stay resident once a flood filled
+  // them), for no throughput measured (PERF.md, sixteenth round).
   Inbox() : queue_(kInitialCapacity), tokens_(queue_), pass_buffer_(new TaskBase*[kWideChunk]) {
     unconfirmed_.reserve(kChunk * (kMaxPasses + 2) + kMaxHeld);
     // Test seam: the sequence starts where a test put it (near 2^32, or a restamp period's
