@@ -462,8 +462,9 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
   // a deadline (it can take a few hundred microseconds on a VM). The high-water interval follows
   // the pool: while it grows, the short one, so that this runs often enough to keep its slabs
   // ready (W1 fresh: the submitting thread faults the pages of the slabs it grows itself); while
-  // it does not, the long one, so that the held-back count reads the newest pending timeouts a
-  // quarter as often (W2: their cancels then find their lines unshared; PERF.md's fifteenth round).
+  // it does not, the long one, so that the held-back count reads the newest pending timeouts an
+  // eighth as often (W2: their cancels then find their lines unshared; PERF.md's fifteenth and
+  // sixteenth rounds).
   if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) {
     const int forced = g_pool_grows_for_testing.load(std::memory_order_relaxed);  // a test switch
     const bool grows = forced < 0 ? task_pool_grows() : forced != 0;

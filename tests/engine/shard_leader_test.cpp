@@ -310,8 +310,8 @@ bool asleep_with_high_water(Shard* shard, std::uint32_t interval) {
 }
 
 // While the pool does not grow, far-future submissions wake the leader every kLongHighWater, not
-// every kShortHighWater (W2's steady state: the held-back count reads the newest pending timeouts a
-// quarter as often); once it grows (W1 fresh), every kShortHighWater again, so that the leader
+// every kShortHighWater (W2's steady state: the held-back count reads the newest pending timeouts an
+// eighth as often); once it grows (W1 fresh), every kShortHighWater again, so that the leader
 // prepares slabs often enough. No deadline is involved: the tasks are due in an hour.
 TEST(HighWater, TheLeaderDrainsEveryLongIntervalWhileThePoolDoesNotGrowAndEveryShortOneOnceItDoes) {
   using kairos::detail::kLongHighWater;
