@@ -81,8 +81,8 @@ inline bool freeable_in_place(const TaskBase* t, std::uint32_t s, std::uint32_t 
 
 class Shard {
  public:
-  static constexpr std::uint64_t kDrainEvery = kShortHighWater;  // remove requests' high-water mark
-                                                                   // (submissions: high_water_mask)
+  // Remove requests wake the leader every this many (submissions: LeaderWait::high_water_mask).
+  static constexpr std::uint64_t kRemoveRequestHighWater = kShortHighWater;
   static constexpr std::size_t kMaxBatch = 64;        // due tasks one leader takes at once
   static constexpr std::int64_t kRetryTakeInNs = 1'000'000;  // after the queue could not grow
   static constexpr std::int64_t kPrepareAheadNs = 2'000'000;  // task_pool_prepare() only when the

@@ -107,7 +107,7 @@ void Shard::on_cancelled(TaskBase* t, bool queued) noexcept {
     add_ref(t);  // the request's reference
     if (!inbox_.post(t, Inbox::kRemoveTag)) release(t);  // no memory: it stays queued until its deadline,
                                              // already uncounted (kRemoved); not the last ref
-    else if ((n & (kDrainEvery - 1)) == kDrainEvery - 1) wake = true;
+    else if ((n & (kRemoveRequestHighWater - 1)) == kRemoveRequestHighWater - 1) wake = true;
   }  // not queued: the leader drops the node when it drains it; nothing to send
   if (wake) wait_.wake();
   // (CN2) release: sets kRemoved and clears the pin in one step; pairs with (CN3).
