@@ -130,6 +130,7 @@ class ScheduledFuture {
   bool cancel(bool may_interrupt_if_running = false) noexcept {
     if (!node_) return false;  // none, or cancelled by this handle already
     std::int64_t deadline = 0;
+    const bool far = node_->flags & detail::kFarStamp;  // set before publication: read while attached
     switch (detail::cancel_task(node_, at_.core, may_interrupt_if_running, &deadline)) {
       case detail::CancelOutcome::kLost:
         return false;
@@ -140,7 +141,8 @@ class ScheduledFuture {
     }
     node_ = nullptr;  // the task's node may be gone already
     at_.deadline = deadline;
-    clock_bits_ |= kLetGo;
+    // A far timer cancelled before its leader gave it a deadline keeps its delay (delay()).
+    clock_bits_ |= kLetGo | (far && !detail::far_deadline_stamped(deadline) ? kLetGoUnstamped : 0);
     return true;
   }
   // (FU2) acquire: a done task's result, published by its completer (ST1), is visible.
@@ -185,10 +187,18 @@ class ScheduledFuture {
 
   // Until the next trigger on the scheduler's clock; <= 0 when due.
   Duration delay() const noexcept {
-    if (!node_) return let_go() ? Duration(detail::sub_saturated(at_.deadline, now_ns())) : Duration::zero();
+    if (!node_) {
+      if (!let_go()) return Duration::zero();
+      if (clock_bits_ & kLetGoUnstamped) return Duration(detail::far_deadline_delay(at_.deadline));
+      return Duration(detail::sub_saturated(at_.deadline, now_ns()));
+    }
     std::int64_t& at = (node_->flags & detail::kRearmable) ? static_cast<detail::RearmBase*>(node_)->latest_deadline
                                                             : node_->deadline;
+    // (FS2) relaxed: a far timer's field is its encoded delay until its leader's stamp (FS1,
+    // core/src/shard_leader.cpp), which this may read either side of. Before it, the delay
+    // itself: the deadline the task would get if it were taken in now.
     std::int64_t d = std::atomic_ref<std::int64_t>(at).load(std::memory_order_relaxed);
+    if ((node_->flags & detail::kFarStamp) && !detail::far_deadline_stamped(d)) return Duration(detail::far_deadline_delay(d));
     return Duration(detail::sub_saturated(d, now_ns()));
   }
 
@@ -203,7 +213,9 @@ class ScheduledFuture {
   }
   // This handle's cancel let its reference go (cancel()): the task is cancelled, node_ is null.
   bool let_go() const noexcept { return (clock_bits_ & kLetGo) != 0; }
-  const ManualClock* clock() const noexcept { return reinterpret_cast<const ManualClock*>(clock_bits_ & ~kLetGo); }
+  const ManualClock* clock() const noexcept {
+    return reinterpret_cast<const ManualClock*>(clock_bits_ & ~(kLetGo | kLetGoUnstamped));
+  }
   std::int64_t now_ns() const noexcept {
     const ManualClock* c = clock();
     return c ? c->now_ns() : detail::steady_now_ns();
@@ -224,7 +236,9 @@ class ScheduledFuture {
   // The scheduler's ManualClock (nullptr: the steady clock), with kLetGo in its low bit (a
   // ManualClock is aligned to 8 bytes at least).
   static constexpr std::uintptr_t kLetGo = 1;
-  static_assert(alignof(ManualClock) > kLetGo);
+  // With kLetGo: the deadline kept is a far timer's encoded delay (far_deadline_unstamped).
+  static constexpr std::uintptr_t kLetGoUnstamped = 2;
+  static_assert(alignof(ManualClock) > (kLetGo | kLetGoUnstamped));
   std::uintptr_t clock_bits_ = 0;
 };
 

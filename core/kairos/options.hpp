@@ -30,6 +30,15 @@ struct Options {
   std::string name = "kairos";       // threads are named <name>-<shard>-<n> (15 chars kept)
   bool record_lateness = true;       // per-shard lateness histogram in stats() (a counter read and
                                      // a record per task: docs/api.md, "Statistics (kairos/stats.hpp)")
+  // Far timers (docs/api.md, "Far timers"): schedule() and execute_after() with a delay of at
+  // least 1000 x far_timer_slack (1 s by default) make no clock read in the call. The shard's
+  // leader gives such a task its deadline when it takes it in: its own clock read, made after
+  // the submission, plus the delay. So a far timer never starts before the call + its delay, and
+  // may start up to about far_timer_slack later (0.1 % of its delay at most; plus the leader's
+  // wake-up latency): the leader takes far timers in at least every far_timer_slack while they
+  // come. Zero: every deadline is the caller's clock read, as in Java's class. Ignored in poll
+  // mode and on a ManualClock (the caller reads the clock). Negative: std::invalid_argument.
+  std::chrono::nanoseconds far_timer_slack = std::chrono::milliseconds(1);
   // Poll mode (docs/poll-mode.md): no scheduler threads. The owner's own loop runs the due tasks
   // inline with BasicScheduler::poll() and asks next_deadline() when to come back; submit,
   // cancel and re-arm work from any thread as usual. threads_per_shard must stay 1, and `cpus`

@@ -64,8 +64,7 @@ class BasicScheduler {
   // One-shot task after `delay` (negative: as soon as possible; any duration, saturating).
   template <class F, class Rep, class Period>
   auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
-    Deadline d = deadline_after(delay);
-    return submit_one(std::forward<F>(f), d);
+    return submit_one(std::forward<F>(f), deadline_after_or_far(delay));
   }
   // One-shot task at an absolute deadline on this scheduler's clock (a past one runs at once).
   template <class F>
@@ -108,7 +107,7 @@ class BasicScheduler {
   // release, RC1).
   template <class F, class Rep, class Period>
   void execute_after(F&& f, std::chrono::duration<Rep, Period> delay) {
-    post_one(std::forward<F>(f), deadline_after(delay));
+    post_one(std::forward<F>(f), deadline_after_or_far(delay));
   }
   template <class F>
   void execute_at(F&& f, time_point deadline) {
@@ -305,6 +304,7 @@ class BasicScheduler {
   struct Deadline {
     std::int64_t ns;
     bool never;  // the delay reaches past the clock's range
+    std::uint8_t far = 0;  // kFarStamp: a far timer, ns its delay encoded (far_deadline_unstamped)
   };
   template <class Rep, class Period>
   Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
@@ -315,6 +315,15 @@ class BasicScheduler {
     const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->now_ns(), d);
     return {deadline.ns, deadline.never};
   }
+  // schedule() and execute_after(): a far timer (Options::far_timer_slack) if the delay is long
+  // enough, its deadline left to the shard's leader (no clock read here); otherwise as above.
+  template <class Rep, class Period>
+  Deadline deadline_after_or_far(std::chrono::duration<Rep, Period> delay) const noexcept {
+    const std::int64_t d = detail::to_ns_saturated(delay);
+    if (d >= core_->far_from_ns() && d < detail::kFarMaxDelayNs)
+      return {detail::far_deadline_unstamped(d), false, detail::kFarStamp};
+    return deadline_after(delay);
+  }
   // An absolute deadline on this scheduler's clock: its time point, saturated (never `never`).
   static Deadline deadline_at(time_point t) noexcept {
     return {detail::to_ns_saturated(t.time_since_epoch()), false};
@@ -324,7 +333,7 @@ class BasicScheduler {
   template <class F>
   void post_one(F&& f, Deadline deadline) {
     check_callable(f);
-    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1);
+    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture | deadline.far, 1);
     core_->submit(n, deadline.ns, deadline.never);
   }
 
@@ -332,7 +341,7 @@ class BasicScheduler {
   auto submit_one(F&& f, Deadline deadline) {
     check_callable(f);
     // Two references: the scheduler's and the future's; published by the inbox enqueue (release).
-    auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), 0, 2);
+    auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), deadline.far, 2);
     using R = detail::call_result_t<std::decay_t<F>>;
     ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);

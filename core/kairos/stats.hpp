@@ -35,6 +35,10 @@ struct ShardStats {
   // drains lazily (when it wakes, at a high-water mark, after the tasks it woke for have
   // started), so a backlog here is normal; one that stays large means the leader is starved.
   std::uint64_t in_inbox = 0;
+  // Far timers (Options::far_timer_slack) given their deadline by the leader at their take-in:
+  // schedule() / execute_after() calls that made no clock read (one cancelled before its
+  // take-in is not counted: it never needed a deadline).
+  std::uint64_t far_timers = 0;
 };
 
 struct SchedulerStats {
@@ -54,6 +58,7 @@ struct SchedulerStats {
       t.wake_overshoot_samples += s.wake_overshoot_samples;
       t.loop_wakes += s.loop_wakes;
       t.in_inbox += s.in_inbox;
+      t.far_timers += s.far_timers;
     }
     return t;
   }

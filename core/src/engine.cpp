@@ -59,6 +59,11 @@
 namespace kairos::detail {
 
 Engine::Engine(const Options& o, ManualClock* clock) : SchedulerCore(clock), state_(o, clock) {
+  // Far timers (Options::far_timer_slack): delays of 1000 slacks or more, where a leader thread
+  // reads the steady clock (not in poll mode, whose loop may not come back for a while, nor on
+  // a ManualClock, whose tests read deadlines against the time of the call).
+  if (!o.poll_mode && clock == nullptr && o.far_timer_slack.count() > 0)
+    far_from_ns_ = o.far_timer_slack.count() > kMaxNs / 1000 ? kMaxNs : o.far_timer_slack.count() * 1000;
   shards_.reserve(o.shards);
   for (unsigned i = 0; i < o.shards; ++i) shards_.push_back(std::make_unique<Shard>(state_, i));
   if (shards_.size() == 1) only_shard_ = shards_.front().get();
@@ -500,6 +505,9 @@ void validate(const Options& o) {
   if (o.poll_mode && (o.threads_per_shard != 1 || !o.cpus.empty() || o.on_thread_start))
     throw std::invalid_argument(
         "kairos: poll_mode runs no scheduler threads: threads_per_shard must be 1, cpus and on_thread_start empty");
+  if (o.far_timer_slack.count() < 0)
+    throw std::invalid_argument("kairos: far_timer_slack must not be negative, got " +
+                                std::to_string(o.far_timer_slack.count()) + " ns");
   unsigned hw = std::thread::hardware_concurrency();
   for (int cpu : o.cpus)
     if (cpu < 0 || (hw != 0 && static_cast<unsigned>(cpu) >= hw))

@@ -52,6 +52,12 @@ class LeaderWait {
   // -- leader ------------------------------------------------------------------------------
   std::uint32_t wake_epoch() const noexcept { return wake_word_.load(std::memory_order_seq_cst); }  // LW1
   void arm(std::int64_t deadline) noexcept { armed_.store(deadline, std::memory_order_seq_cst); }  // LW2
+  // The same, with the clock read of the pass that arms (far timers measure the wait against it:
+  // notify_far). (LW12) relaxed store, before LW2 -> pairs with (LW13).
+  void arm(std::int64_t deadline, std::int64_t at) noexcept {
+    armed_at_.store(at, std::memory_order_relaxed);  // (LW12)
+    arm(deadline);                                   // (LW2)
+  }
   void disarm() noexcept { armed_.store(kAwake, std::memory_order_seq_cst); }
   // The inbox's high-water interval, less one (a power of two less one): the producer whose seq
   // ends in it wakes the leader to drain in bulk (Shard::publish). The leader chooses it when it
@@ -113,7 +119,27 @@ class LeaderWait {
   // Poll mode: true if this call woke the loop and Options::on_wake is set: the caller owes
   // LoopWake::run_callback(), which it runs once it holds nothing of kairos (loop_wake.hpp).
   [[nodiscard]] bool notify_earlier(std::int64_t deadline) noexcept {
-    std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (LW3) pairs with (LW2)
+    return wake_if_later(armed_.load(std::memory_order_seq_cst), deadline);  // (LW3) pairs with (LW2)
+  }
+  // A far timer's producer (Options::far_timer_slack), after its seq (IN1) and its enqueue. Its
+  // deadline is the leader's to take, at the leader's next drain, which must come within about
+  // `slack` of the submission. It does if the leader is awake (kAwake: its next arm's count read
+  // sees this submission, as in the protocol above), or if the armed wait ends within `slack` of
+  // the clock read of the pass that armed it, a read made before that arm (LW2) and so before
+  // this call's LW3. Otherwise this wakes the leader, as notify_earlier(that read + slack) would.
+  // (LW13) relaxed load, after LW3: LW3 read the LW2 of an arm or a later value, and that arm's
+  // LW12 happens before it, so this reads that arm's clock read or a later arm's. A later arm's
+  // count read comes after this LW3 (its LW2 did not precede it) and so sees this submission.
+  [[nodiscard]] bool notify_far(std::int64_t slack) noexcept {
+    const std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (LW3) pairs with (LW2)
+    if (a == kAwake) return false;
+    return wake_if_later(a, add_saturated(armed_at_.load(std::memory_order_relaxed), slack));  // (LW13)
+  }
+  // Poll mode: the loop's wake-up, set once before any producer runs (the shard's constructor).
+  void set_loop_wake(LoopWake* w) noexcept { loop_wake_ = w; }
+  std::uint64_t loop_wakes() const noexcept { return loop_wakes_.load(std::memory_order_relaxed); }
+  // notify_earlier's and notify_far's end: `a` is what LW3 read.
+  [[nodiscard]] bool wake_if_later(std::int64_t a, std::int64_t deadline) noexcept {
     // kMaxNs: the leader waits with no deadline (nothing queued, or only never-due tasks); any
     // task wakes it, also one due at the end of a ManualClock's time.
     while (deadline < a || a == kMaxNs) {
@@ -127,9 +153,6 @@ class LeaderWait {
     }
     return false;
   }
-  // Poll mode: the loop's wake-up, set once before any producer runs (the shard's constructor).
-  void set_loop_wake(LoopWake* w) noexcept { loop_wake_ = w; }
-  std::uint64_t loop_wakes() const noexcept { return loop_wakes_.load(std::memory_order_relaxed); }
   // A restamp pass is asked for (restamp.hpp): by the producer that took the first sequence
   // number of a period (Shard::take_seq); the leader wakes and runs it at its next look.
   // (RN1) relaxed store, then wake() (LW7): a leader woken by it reads the flag after its
@@ -152,6 +175,7 @@ class LeaderWait {
 
  private:
   alignas(kCacheLine) std::atomic<std::int64_t> armed_{kAwake};
+  std::atomic<std::int64_t> armed_at_{kMinNs};  // LW12/LW13: the arming pass's clock read
   std::atomic<std::uint32_t> wake_word_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> restamp_asked_{false};  // RN1/RN2

@@ -134,6 +134,7 @@ ShardStats Shard::stats() const {
   s.wake_overshoot_ns = adaptive_.published_estimate();
   s.wake_overshoot_samples = adaptive_.published_samples();
   s.loop_wakes = wait_.loop_wakes();
+  s.far_timers = far_timers_.load(std::memory_order_relaxed);
   // A snapshot: each count only grows and the later one read may have moved past the earlier.
   auto behind = [](std::uint64_t in, std::uint64_t out) { return in > out ? in - out : 0; };
   s.in_inbox = behind(s.submitted, inbox_.drained()) + behind(inbox_.removes_sent(), inbox_.removes_done());

@@ -168,8 +168,9 @@ class Shard {
       r->latest_never = t->never;
     }
     const std::int64_t deadline = t->deadline;  // once enqueued, t may run and be re-queued
+    const bool far = t->flags & kFarStamp;        // a far timer: its deadline is the leader's to take
     if (!inbox_.push(t)) [[unlikely]] publish_failed(t);
-    const bool callback_owed = wait_.notify_earlier(never ? kMaxNs : deadline);
+    const bool callback_owed = far ? wait_.notify_far(far_slack_ns_) : wait_.notify_earlier(never ? kMaxNs : deadline);
     const std::uint64_t mask = wait_.high_water_mask();  // the line LW3 just read
     if ((seq & mask) == mask) wait_.wake();  // high-water: drain in bulk
     return callback_owed;
@@ -285,6 +286,9 @@ class Shard {
     return inbox_.held() != 0 && held_earliest_ <= now;
   }
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
+  // A far timer (Options::far_timer_slack) not given its deadline yet gets it: stamp_now_ (a
+  // clock read) + its delay (shard_leader.cpp). Anything else: nothing.
+  void stamp_if_far(TaskBase* t) noexcept KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
   void take_in(Lock& lk, TaskBase* t, std::uint32_t s) KAIROS_REQUIRES(mu_);
   void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) KAIROS_REQUIRES(mu_);
@@ -295,10 +299,13 @@ class Shard {
     if (wait_.take_restamp_request() || restamp_due_) [[unlikely]] restamp(lk);
   }
   void restamp(Lock& lk) KAIROS_REQUIRES(mu_);
-  [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline) KAIROS_REQUIRES(mu_);
+  // `now`: the clock read of the pass that arms (LeaderWait::arm, notify_far).
+  [[nodiscard]] bool arm_and_check(Lock& lk, std::int64_t deadline, std::int64_t now) KAIROS_REQUIRES(mu_);
   // Held on entry and exit, released while it waits.
-  std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave)
-      KAIROS_REQUIRES(mu_);
+  // drain_by_due != kMinNs: `deadline` only ends the wait for a drain (far timers, lead()); the
+  // earliest deadline is drain_by_due.
+  std::int64_t wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave,
+                        std::int64_t drain_by_due = kMinNs) KAIROS_REQUIRES(mu_);
   std::size_t pop_due(Lock& lk, std::int64_t now, Slot* batch, std::size_t max) KAIROS_REQUIRES(mu_);
   bool start_stoppable(Lock& lk, TaskBase* t) KAIROS_REQUIRES(mu_);
   // The batch loop of both runners (run_worker, poll): held on entry and exit, released while the
@@ -382,6 +389,8 @@ class Shard {
 
   const EngineState& engine_;
   const unsigned index_;
+  // Options::far_timer_slack in ns (read by far timers' producers: publish, notify_far).
+  const std::int64_t far_slack_ns_ = engine_.opt.far_timer_slack.count();
   // Per runner (batches_'s index), on lines of their own: the executions it started
   // (count_started). The pointer and the count never change after construction: read-only here.
   struct alignas(kCacheLine) StartCount {
@@ -423,10 +432,15 @@ class Shard {
                                                                // clock read, at its first confirm; kMinNs: not yet)
   // The earliest deadline of the tasks the inbox holds back (inbox_.held()), kMaxNs if none ever due.
   std::int64_t held_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
+  // Far timers: a take-in since the leader's last wait gave one its deadline (stamp_far), so
+  // the next wait ends within far_slack_ns_ of its pass's clock read (lead()).
+  bool far_seen_ KAIROS_GUARDED_BY(mu_) = false;
+  std::int64_t stamp_now_ KAIROS_GUARDED_BY(mu_) = kMinNs;  // stamp_if_far's clock read (kMinNs: not yet)
   std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it
   // Written under mu_ (count_departed, bump: KAIROS_REQUIRES(mu_)), read without it.
   std::atomic<std::int64_t> departed_{0};  // see "Counting"
   std::atomic<std::uint64_t> ran_{0};
+  std::atomic<std::uint64_t> far_timers_{0};  // stamp_if_far's count (a statistic: bump, mu_)
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> periodic_failures_{0};  // the runners, no lock: a relaxed RMW (run_once)
   LatencyHistogram lateness_ KAIROS_GUARDED_BY(mu_);  // after_run records, stats() copies

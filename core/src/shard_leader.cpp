@@ -189,8 +189,28 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
       deadline = std::min(deadline, add_saturated(now, kRetryTakeInNs));
       forever = false;
     }
-    if (!arm_and_check(lk, deadline)) continue;
-    reached = wait_for(lk, w, deadline, forever, grave);
+    // Far timers came since the last wait (stamp_if_far): more may be coming, each of which must
+    // get its deadline within about far_slack_ns_, so this wait ends by then (a drain, not a
+    // deadline: no spin). Counted from a clock read after this pass's drain, not before it: a
+    // drain that took longer than the slack (slow handoffs, a flood) is followed by a sleep, not
+    // by another drain at once, which would take every far timer in as soon as it came, before
+    // its cancel, and chase its producer line by line. Producers of far timers measure the armed
+    // wait against the clock read passed to the arm (notify_far): they wake a leader whose wait
+    // ends later than that read + the slack, never this one.
+    const std::int64_t due = forever ? kMaxNs : deadline;
+    std::int64_t armed_at = now;
+    bool drain_by = false;
+    if (std::exchange(far_seen_, false)) {
+      const std::int64_t after_drain = engine_.now_ns();
+      if (add_saturated(after_drain, far_slack_ns_) < deadline) {
+        armed_at = after_drain;
+        deadline = add_saturated(after_drain, far_slack_ns_);
+        forever = false;
+        drain_by = true;
+      }
+    }
+    if (!arm_and_check(lk, deadline, armed_at)) continue;
+    reached = wait_for(lk, w, deadline, forever, grave, drain_by ? due : kMinNs);
   }
 }
 
@@ -244,13 +264,15 @@ bool Shard::drain_all(Lock& lk) {
 // drain: newer submissions push them out, or the leader wakes kHoldAheadNs before the earliest
 // of them is due (held_wake, lead() and arm_and_check). A cancel meanwhile is one CAS, and the
 // next drain drops the node (take_in). The leader reads their state and deadline (a line the
-// producer wrote), never writes them. Not held: a task that cannot stay put (re-armable: its
-// key moves; cancelled or started: nothing to wait for), anything after shutdown, and anything
-// a lifecycle call, a poll or the restamp pass drains (they take everything in).
+// producer wrote), and writes only a far timer's deadline, once (stamp_if_far). Not held: a task
+// that cannot stay put (re-armable: its key moves; cancelled or started: nothing to wait for),
+// anything after shutdown, and anything a lifecycle call, a poll or the restamp pass drains
+// (they take everything in).
 // What the reached-deadline pop of lead() relies on still holds: held tasks are the newest
 // taken in, and none is due before the wait's deadline; a wait or a drain that ran past the
 // earliest of them (a preempted leader) takes them in before it pops (lead()).
 std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
+  stamp_now_ = kMinNs;  // stamp_if_far's clock read: one per call, after these tasks' dequeues
   const std::size_t hold = hold_far_ ? count_holdable(confirmed) : 0;
   const std::size_t take = confirmed.size() - hold;
   const std::size_t in_batches = kMaxBatch * batches_.size();
@@ -266,11 +288,34 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
     if (i + kTakeInAhead < take) prefetch_task_for_write(taking[i + kTakeInAhead]);
     TaskBase* t = taking[i];
     std::uint32_t s;
-    if (mark_plain_queued(t, s)) queue_.push(t);
-    else take_in(lk, t, s);  // the rest of the cases, from the word read
+    if (mark_plain_queued(t, s)) {
+      stamp_if_far(t);
+      queue_.push(t);
+    } else {
+      take_in(lk, t, s);  // the rest of the cases, from the word read
+    }
   }
   inbox_.hold_back(hold);
   return take;
+}
+
+// Far timers (Options::far_timer_slack) get their deadlines at their take-in, before anything
+// reads them (the hold count, the shutdown policies, the timer queue; a task dropped cancelled
+// needs none): a clock read of this leader's, made after their dequeues (IN3) and so after their
+// calls, + each one's delay. So none is due before its call + its delay. One read per take_in_all
+// call (stamp_now_, reset at its start), taken at its first far timer.
+// (FS1) relaxed store through atomic_ref -> pairs with (FS2), the relaxed loads of delay() and
+// of the handle's releasing cancel (cancel_task) on other threads: each reads the encoded delay
+// or the stamped deadline, told apart by sign (kFarStamp, set before publication, says which
+// encoding the field uses); nothing else travels with it.
+void Shard::stamp_if_far(TaskBase* t) noexcept {
+  if (!(t->flags & kFarStamp)) return;
+  const std::int64_t field = t->deadline;  // the leader is its only writer
+  if (far_deadline_stamped(field)) return;  // held back earlier, or its take-in refused (no memory)
+  if (stamp_now_ == kMinNs) stamp_now_ = engine_.now_ns();
+  std::atomic_ref<std::int64_t>(t->deadline).store(stamp_now_ + far_deadline_delay(field), std::memory_order_relaxed);  // (FS1)
+  far_seen_ = true;
+  bump(far_timers_);
 }
 
 // A confirmed task's first 32 bytes (TaskBase: everything take-in reads and writes), asked for
@@ -308,10 +353,11 @@ std::size_t Shard::count_holdable(std::span<TaskBase* const> confirmed) {
   std::int64_t earliest = kMaxNs;
   std::size_t n = 0;
   for (; n < std::min(fresh, Inbox::kMaxHeld); ++n) {
-    const TaskBase* t = confirmed[confirmed.size() - 1 - n];
+    TaskBase* t = confirmed[confirmed.size() - 1 - n];
     // (TI2) acquire: the state a cancel or a start left, with the writes before it.
     const std::uint32_t s = t->state.load(std::memory_order_acquire);
     if ((t->flags & kRearmable) || (s & kStateMask) != kPending) break;
+    stamp_if_far(t);
     if (!t->never_due()) {
       if (t->deadline <= horizon) break;
       earliest = std::min(earliest, t->deadline);
@@ -353,6 +399,7 @@ void Shard::take_in(Lock& lk, TaskBase* t, std::uint32_t s) {
     destroy_node(t);
     return;
   }
+  stamp_if_far(t);  // every case below may read its deadline
   for (;;) {
     if ((s & kStateMask) == kCancelled) {  // cancelled before it was queued: no request was sent
       wait_unpinned(t);  // (CN3) a pinned cancel (kCountsCancel) counts before it unpins
@@ -416,8 +463,8 @@ void Shard::apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) {
 // ---- wait: until the earliest deadline, a wake-up or an earlier submission ----------------------
 // Arms the wait for `deadline` and takes in every submission counted before (leader_wait.hpp).
 // False (disarmed) if one of them must be looked at first: it is due, or earlier than deadline.
-bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
-  wait_.arm(deadline);                        // (LW2)
+bool Shard::arm_and_check(Lock& lk, std::int64_t deadline, std::int64_t now) {
+  wait_.arm(deadline, now);                   // (LW12), (LW2)
   std::uint64_t counted = inbox_.submitted();  // the count read (IN5): pairs with (IN1)
   // The requests posted so far (IN7), read after the count: a re-arm whose abandoned seq the
   // count read saw (IN4) posted its refile request before (IN6, in its program order), so it is
@@ -453,8 +500,10 @@ bool Shard::arm_and_check(Lock& lk, std::int64_t deadline) {
 // entry and exit; released (and the graveyard buried) while waiting. The wait is armed. Returns
 // the steady clock's read that found the deadline reached with no wake-up, else kMinNs (woken;
 // a ManualClock, whose time is not the steady clock's).
-std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave) {
+std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, bool forever, std::vector<TaskBase*>& grave,
+                             std::int64_t drain_by_due) {
   KAIROS_DCHECK(lk.owns_lock());
+  const bool drain_by = drain_by_due != kMinNs;  // `deadline` only ends the wait for a drain (far timers)
   if (deadline == kMaxNs && !forever) forever = true;
   wait_.arm(deadline);  // (LW2) again: a no-op store when arm_and_check did it
   unlock_and_bury(lk, grave);
@@ -465,7 +514,7 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
   // it does not, the long one, so that the held-back count reads the newest pending timeouts an
   // eighth as often (W2: their cancels then find their lines unshared; PERF.md's fifteenth and
   // sixteenth rounds).
-  if (forever || sub_saturated(deadline, engine_.now_ns()) > kPrepareAheadNs) {
+  if (forever || sub_saturated(drain_by ? drain_by_due : deadline, engine_.now_ns()) > kPrepareAheadNs) {
     const int forced = g_pool_grows_for_testing.load(std::memory_order_relaxed);  // a test switch
     const bool grows = forced < 0 ? task_pool_grows() : forced != 0;
     wait_.set_high_water_mask((grows ? kShortHighWater : kLongHighWater) - 1);
@@ -474,6 +523,10 @@ std::int64_t Shard::wait_for(Lock& lk, std::uint32_t w, std::int64_t deadline, b
   std::int64_t reached = kMinNs;
   if (engine_.manual) {
     wait_.sleep_until(w, -1);  // ManualClock::advance wakes every shard
+  } else if (drain_by) {
+    // Nothing is due by `deadline`: a sleep (no spin, nothing recorded for the adaptive window),
+    // and the next pass drains (kMinNs, as after a wake-up).
+    wait_.sleep_until(w, deadline);
   } else {
     WaitPolicy::Mode mode = engine_.opt.wait.mode();
     const bool adaptive = mode == WaitPolicy::Mode::adaptive;

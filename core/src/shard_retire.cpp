@@ -199,6 +199,7 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
   Lock lk(mu_);
   auto take = [&](TaskBase* t) {
     mu_.assert_held();  // called at once, on this thread
+    stamp_if_far(t);  // a far timer still in the inbox (its take-in refused): the list is sorted by deadline
     if (transition(t, kPending, kOrphan)) {  // (RT1) waits out a re-arm in progress (kRearming)
       // No re-arm after kOrphan; the acquire of that CAS sees the last one's keys (RA2).
       if (t->flags & kRearmable) static_cast<RearmBase*>(t)->adopt_latest();
@@ -214,6 +215,7 @@ void Shard::take_pending(std::vector<TaskBase*>& orphans) {
     for (const std::vector<TaskBase*>& popped : batches_) n += popped.size();
     orphans.reserve(orphans.size() + n);  // std::bad_alloc: nothing of this round taken yet
     if (!reserve_graveyard(n)) throw std::bad_alloc();
+    stamp_now_ = kMinNs;  // stamp_if_far: a clock read after these tasks' dequeues
     inbox_.take_unconfirmed(take);
     queue_.remove_if([](TaskBase*) { return true; }, take);
   }

@@ -67,6 +67,9 @@ class KairosSystem {
 
   kairos::Scheduler& scheduler() noexcept { return sched_; }
 
+  // The scheduler's threads' on-CPU time so far (W2 and W2b: the leader's share of the loop).
+  std::int64_t scheduler_cpu_ns() { return threads_cpu_ns(kName); }
+
   void add_figures(RunResult& r) {
     r.figure("leader_cpu_ms", static_cast<double>(threads_cpu_ns(kName)) * 1e-6);
     kairos::ShardStats t = sched_.stats().total();
@@ -114,6 +117,7 @@ class KairosSystem {
     o.cpus = c.cpus;
     o.remove_on_cancel = c.remove_on_cancel;
     o.record_lateness = c.record_lateness;
+    if (c.far_timer_slack_ns >= 0) o.far_timer_slack = std::chrono::nanoseconds(c.far_timer_slack_ns);
     if (c.wait == "sleep") o.wait = kairos::WaitPolicy::sleep();
     else if (c.wait == "spin") o.wait = kairos::WaitPolicy::spin();
     else if (c.wait == "hybrid") o.wait = kairos::WaitPolicy::hybrid(std::chrono::nanoseconds(c.spin_window_ns));

@@ -49,6 +49,8 @@ struct SystemConfig {
   int producer_cpu = -1;              // the workload's producer thread(s); -1: not pinned
   bool remove_on_cancel = false;      // W2 and W5 turn it on
   bool record_lateness = true;        // kairos: Options::record_lateness (kairos-lat --no-lateness)
+  std::int64_t far_timer_slack_ns = -1;  // kairos: Options::far_timer_slack (-1: its default;
+                                         // kairos-lat --far-timer-slack-us)
 };
 
 inline std::int64_t now_ns() noexcept {

@@ -2,7 +2,8 @@
 //   producer --schedule(i, 10 s), cancel(i - 1024)--> System      (remove-on-cancel on)
 // Reports schedule+cancel pairs/s, the latency of one pair in every 64 (at a random position in
 // each block of 64, see SampleClock in result.hpp), and the pending count once every call has
-// been applied (must be exactly `window`).
+// been applied (must be exactly `window`); on kairos also leader_cpu_ms, the scheduler's
+// threads' on-CPU time during the loop (/proc, read outside it).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,8 @@ void run_churn(System& sys, std::size_t iterations, std::size_t sample_every, De
   std::size_t cancelled = 0;
 
   SampleClock sampled(sample_every, 7);
+  std::int64_t cpu_before = 0;  // the scheduler's threads (kairos): their share of the loop, below
+  if constexpr (requires { sys.scheduler_cpu_ns(); }) cpu_before = sys.scheduler_cpu_ns();
   std::int64_t start = now_ns();
   for (std::size_t i = 0; i < iterations; ++i) {
     std::size_t k = i % window;
@@ -51,6 +54,8 @@ void run_churn(System& sys, std::size_t iterations, std::size_t sample_every, De
     }
   }
   std::int64_t end = now_ns();
+  if constexpr (requires { sys.scheduler_cpu_ns(); })
+    r.figure("leader_cpu_ms", static_cast<double>(sys.scheduler_cpu_ns() - cpu_before) * 1e-6);
 
   double secs = static_cast<double>(end - start) * 1e-9;
   r.figure("pairs_per_s", static_cast<double>(iterations) / secs);

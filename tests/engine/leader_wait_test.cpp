@@ -37,6 +37,31 @@ TEST(LeaderWait, ALeaderWaitingWithNoDeadlineIsKickedByAnyTask) {
   EXPECT_EQ(w.wake_epoch(), e + 1);
 }
 
+// A far timer (notify_far) kicks a leader whose armed wait ends later than the arming pass's
+// clock read + the slack, and no other: not one armed within it, not an awake one.
+TEST(LeaderWait, AFarTimerKicksOnlyALeaderThatWouldSleepPastTheSlack) {
+  LeaderWait w;
+  std::uint32_t e = w.wake_epoch();
+  (void)w.notify_far(100);  // awake (never armed): its next arm's count read sees the submission
+  EXPECT_EQ(w.wake_epoch(), e);
+  w.arm(1100, 1000);  // ends at the read + 100
+  (void)w.notify_far(100);
+  EXPECT_EQ(w.wake_epoch(), e) << "the wait ends within the slack: no kick";
+  w.arm(1101, 1000);  // one ns later than the read + the slack
+  (void)w.notify_far(100);
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+  (void)w.notify_far(100);  // being woken already: no second kick
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+  w.arm(kMaxNs, 1000);  // nothing queued: any far timer kicks it
+  e = w.wake_epoch();
+  (void)w.notify_far(100);
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+  w.arm(5000);  // re-armed without a read: the last one (1000) stays the measure
+  e = w.wake_epoch();
+  (void)w.notify_far(100);
+  EXPECT_EQ(w.wake_epoch(), e + 1);
+}
+
 TEST(LeaderWait, SleepEndsAtItsDeadlineOrAtOnceAfterAWake) {
   LeaderWait w;
   std::uint32_t e = w.wake_epoch();

@@ -317,7 +317,11 @@ TEST(HighWater, TheLeaderDrainsEveryLongIntervalWhileThePoolDoesNotGrowAndEveryS
   using kairos::detail::kLongHighWater;
   using kairos::detail::kShortHighWater;
   PoolGrows still(false);
-  kairos::Scheduler s;
+  // No far timers: those make the leader drain every far_timer_slack (FarTimers, below), and this
+  // is about the high-water wakes of timers whose deadlines their callers read.
+  kairos::Options no_far;
+  no_far.far_timer_slack = std::chrono::nanoseconds(0);
+  kairos::Scheduler s(no_far);
   Shard* shard = Shard::g_newest_for_testing.load();
   ASSERT_NE(shard, nullptr);
   s.execute_after([] {}, 1h);  // wakes the leader, which then waits an hour and chooses the interval

@@ -171,6 +171,7 @@ struct Cli {
   bool no_java_warmup = false, no_java = false;
   bool warm = false, warm_and_fresh = false;  // native systems: a warm-up pass before each run
   bool no_lateness = false;  // kairos systems: Options::record_lateness = false
+  double far_timer_slack_us = -1;  // kairos systems: Options::far_timer_slack (< 0: its default)
   bool child = false;  // run exactly one (workload, system, sizes) and print its record
   bool check = false;
   std::vector<unsigned> w1_producers;
@@ -201,6 +202,7 @@ SystemSpec make_spec(const std::string& name, const Cli& cli, unsigned shards, c
     c.shards = shards;
     c.threads = cli.threads;
     c.record_lateness = !cli.no_lateness;
+    if (cli.far_timer_slack_us >= 0) c.far_timer_slack_ns = static_cast<std::int64_t>(cli.far_timer_slack_us * 1000.0);
   } else if (name == "kairos-poll") {
     s.kind = Kind::kairos_poll;
     c.wait = "inline";
@@ -412,6 +414,11 @@ std::vector<std::string> child_command(const SystemSpec& s, const std::string& w
   }
   if (s.warm) a.push_back("--warm");
   if (!s.config.record_lateness) a.push_back("--no-lateness");
+  if (s.config.far_timer_slack_ns >= 0) {
+    char slack[32];
+    std::snprintf(slack, sizeof slack, "%.9g", static_cast<double>(s.config.far_timer_slack_ns) / 1000.0);
+    a.insert(a.end(), {"--far-timer-slack-us", slack});
+  }
   if (!s.config.cpus.empty()) {
     std::string cpus;
     for (int c : s.config.cpus) cpus += (cpus.empty() ? "" : ",") + str(c);
@@ -521,6 +528,11 @@ void add_options(CLI::App& app, Cli& cli) {
                "always have their JIT warm-up pass, see --no-java-warmup)");
   app.add_flag("--warm-and-fresh", cli.warm_and_fresh,
                "run every native system both ways, fresh and with --warm's warm-up pass, as two rows");
+  app.add_option("--far-timer-slack-us", cli.far_timer_slack_us,
+                 "kairos-sleep/-hybrid/-spin/-adaptive/-fitted with this Options::far_timer_slack (0: no far "
+                 "timers, every deadline the caller's clock read; default: the Options default, 1000 us): "
+                 "\"far_timer_slack_ns\" in the config and \"far=<us>us\" in the row label")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-lateness", cli.no_lateness,
                "kairos-sleep/-hybrid/-spin/-adaptive with Options::record_lateness off (no start stamp per "
                "task, no lateness histogram in stats()): what that statistic costs (\"no-lateness\" in the "

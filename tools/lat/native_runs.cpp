@@ -100,6 +100,7 @@ nlohmann::ordered_json config_json(const SystemSpec& s) {
   j["timer_slack_ns"] = 1;
   j["warm"] = s.warm;
   if (!c.record_lateness) j["record_lateness"] = false;  // kairos-lat --no-lateness
+  if (c.far_timer_slack_ns >= 0) j["far_timer_slack_ns"] = c.far_timer_slack_ns;  // --far-timer-slack-us
   return j;
 }
 

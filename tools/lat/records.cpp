@@ -41,6 +41,7 @@ void check_fields(const json& rec, const std::string& where) {
         bad(std::string("config \"") + key + "\" is out of range: " + describe(c[key]));
     }
     expect(c, "percentile", &json::is_number, "a number", "config ");
+    expect(c, "far_timer_slack_ns", &json::is_number_integer, "an integer", "config ");
     for (const char* key : {"pinned", "warm", "record_lateness"})
       expect(c, key, &json::is_boolean, "true or false", "config ");
   }

@@ -234,6 +234,11 @@ std::string row_label(const json& rec) {
     }
   }
   if (!c.value("record_lateness", true)) label += " no-lateness";
+  if (c.contains("far_timer_slack_ns") && c["far_timer_slack_ns"].is_number()) {
+    char far[48];
+    std::snprintf(far, sizeof far, " far=%gus", c["far_timer_slack_ns"].get<double>() / 1000.0);
+    label += far;
+  }
   if (c.value("pinned", false)) label += " pinned";
   if (c.value("warm", false)) label += " warm";
   if (rec.contains("mode") && rec["mode"].is_string()) label += " (" + rec["mode"].get<std::string>() + ")";

@@ -28,6 +28,9 @@ class SchedulerCore {
 
   std::int64_t now_ns() const noexcept { return manual_ ? manual_->now_ns() : steady_now_ns(); }
   ManualClock* manual_clock() const noexcept { return manual_; }
+  // Far timers (Options::far_timer_slack): the least delay that makes one (kMaxNs: none, in poll
+  // mode, on a ManualClock, or with a slack of zero). Set by the engine's constructor.
+  std::int64_t far_from_ns() const noexcept { return far_from_ns_; }
 
   // Takes over the caller's scheduler reference on t, due at `deadline` (never due if `never`).
   // Applies the rejection policy: throws RejectedExecution (abort), completes t as cancelled
@@ -87,6 +90,7 @@ class SchedulerCore {
  protected:
   explicit SchedulerCore(ManualClock* clock) noexcept : manual_(clock) {}
   ManualClock* manual_;
+  std::int64_t far_from_ns_ = kMaxNs;
 };
 
 // ScheduledFuture::rearm: the task's next deadline becomes `deadline` (never due if `never`).
@@ -131,7 +135,8 @@ inline CancelOutcome cancel_task(TaskBase* t, SchedulerCore* core, bool may_inte
       // count >= 1 after the CAS, so the node outlives it; whoever drains it drops the last. The
       // deadline the handle reports from now on (delay()) is read first: after the CAS t may be
       // gone. A plain task's deadline is its submitter's until the take-in, which the CAS would
-      // fail against (kQueued).
+      // fail against (kQueued); a far timer's may get its leader's stamp just before (FS1,
+      // core/src/shard_leader.cpp): (FS2) this relaxed load reads the encoded delay or the stamp.
       *let_go = std::atomic_ref<std::int64_t>(t->deadline).load(std::memory_order_relaxed);
       // (CN1) and the handle's (RC1) in one: acq_rel, one winner against a start, a completion,
       // shutdown_now and the take-in (TI1), and the release of the caller's reference, which the

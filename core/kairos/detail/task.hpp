@@ -88,6 +88,20 @@ inline constexpr std::uint8_t kTrivialCallable = 64;  // destroying its callable
                                                       // from kPending need not touch the node after its
                                                       // CAS (the handle's releasing cancel: cancel_task,
                                                       // kairos/detail/scheduler_core.hpp)
+inline constexpr std::uint8_t kFarStamp = 128;  // a far timer (Options::far_timer_slack): its shard's
+                                               // leader gives it its deadline (far_deadline_*);
+                                               // set before publication, never changed after
+
+// Far timers' deadlines (Options::far_timer_slack). Until its shard's leader takes it in, a far
+// task's deadline field holds its delay, encoded as -(delay + 1) (< 0); the leader then stores its
+// own clock read + the delay (>= 0: CLOCK_MONOTONIC). The flag kFarStamp tells such a field from
+// an ordinary deadline (which may be negative: schedule_at a time point before the clock's epoch).
+// A delay is far only below kFarMaxDelayNs, so that the leader's sum never overflows (its clock
+// read stays below 2^62 ns: 146 years after boot).
+inline constexpr std::int64_t kFarMaxDelayNs = std::int64_t{1} << 62;
+constexpr std::int64_t far_deadline_unstamped(std::int64_t delay) noexcept { return -delay - 1; }
+constexpr bool far_deadline_stamped(std::int64_t field) noexcept { return field >= 0; }
+constexpr std::int64_t far_deadline_delay(std::int64_t field) noexcept { return -(field + 1); }
 
 // TaskBase::life: what the node's storage holds. Written by the one thread that owns the run
 // (or won the cancel), read by the last owner and by get() after an acquire of a final state.
