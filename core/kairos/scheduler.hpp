@@ -64,7 +64,13 @@ class BasicScheduler {
   // One-shot task after `delay` (negative: as soon as possible; any duration, saturating).
   template <class F, class Rep, class Period>
   auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
-    return submit_one(std::forward<F>(f), deadline_after_or_far(delay));
+    check_callable(f);
+    // Two references: the scheduler's and the future's; published by the inbox enqueue (release).
+    auto* n = detail::make_node<false>(std::forward<F>(f), 0, 2);
+    using R = detail::call_result_t<std::decay_t<F>>;
+    ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
+    submit_after(n, detail::to_ns_saturated(delay));
+    return fut;
   }
   // One-shot task at an absolute deadline on this scheduler's clock (a past one runs at once).
   template <class F>
@@ -107,7 +113,8 @@ class BasicScheduler {
   // release, RC1).
   template <class F, class Rep, class Period>
   void execute_after(F&& f, std::chrono::duration<Rep, Period> delay) {
-    post_one(std::forward<F>(f), deadline_after_or_far(delay));
+    check_callable(f);
+    submit_after(detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1), detail::to_ns_saturated(delay));
   }
   template <class F>
   void execute_at(F&& f, time_point deadline) {
@@ -304,7 +311,6 @@ class BasicScheduler {
   struct Deadline {
     std::int64_t ns;
     bool never;  // the delay reaches past the clock's range
-    std::uint8_t far = 0;  // kFarStamp: a far timer, ns its delay encoded (far_deadline_unstamped)
   };
   template <class Rep, class Period>
   Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
@@ -315,14 +321,20 @@ class BasicScheduler {
     const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->now_ns(), d);
     return {deadline.ns, deadline.never};
   }
-  // schedule() and execute_after(): a far timer (Options::far_timer_slack) if the delay is long
-  // enough, its deadline left to the shard's leader (no clock read here); otherwise as above.
-  template <class Rep, class Period>
-  Deadline deadline_after_or_far(std::chrono::duration<Rep, Period> delay) const noexcept {
-    const std::int64_t d = detail::to_ns_saturated(delay);
-    if (d >= core_->far_from_ns() && d < detail::kFarMaxDelayNs)
-      return {detail::far_deadline_unstamped(d), false, detail::kFarStamp};
-    return deadline_after(delay);
+  // schedule() and execute_after() once their node n (the caller's scheduler reference) is made,
+  // with the delay in saturated ns: a far timer (Options::far_timer_slack) if the delay is long
+  // enough, its deadline left to the shard's leader (no clock read here); otherwise
+  // deadline_after's. After the node, not before: only the delay lives across its allocation, and
+  // the clock read, later in the call, still comes after the call's start.
+  void submit_after(detail::TaskBase* n, std::int64_t d) {
+    detail::SchedulerCore* core = core_.get();
+    if (d >= core->far_from_ns() && d < detail::kFarMaxDelayNs) {
+      n->flags |= detail::kFarStamp;  // not yet published: no other thread sees n
+      core->submit(n, detail::far_deadline_unstamped(d), false);
+      return;
+    }
+    const detail::DeadlineNs deadline = detail::deadline_after_ns(core->now_ns(), d < 0 ? 0 : d);  // as deadline_after
+    core->submit(n, deadline.ns, deadline.never);
   }
   // An absolute deadline on this scheduler's clock: its time point, saturated (never `never`).
   static Deadline deadline_at(time_point t) noexcept {
@@ -333,7 +345,7 @@ class BasicScheduler {
   template <class F>
   void post_one(F&& f, Deadline deadline) {
     check_callable(f);
-    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture | deadline.far, 1);
+    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1);
     core_->submit(n, deadline.ns, deadline.never);
   }
 
@@ -341,7 +353,7 @@ class BasicScheduler {
   auto submit_one(F&& f, Deadline deadline) {
     check_callable(f);
     // Two references: the scheduler's and the future's; published by the inbox enqueue (release).
-    auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), deadline.far, 2);
+    auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), 0, 2);
     using R = detail::call_result_t<std::decay_t<F>>;
     ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
     core_->submit(n, deadline.ns, deadline.never);

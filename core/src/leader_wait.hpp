@@ -132,7 +132,7 @@ class LeaderWait {
   // count read comes after this LW3 (its LW2 did not precede it) and so sees this submission.
   [[nodiscard]] bool notify_far(std::int64_t slack) noexcept {
     const std::int64_t a = armed_.load(std::memory_order_seq_cst);  // (LW3) pairs with (LW2)
-    if (a == kAwake) return false;
+    // An awake leader (kAwake) is woken by no deadline: wake_if_later compares past it.
     return wake_if_later(a, add_saturated(armed_at_.load(std::memory_order_relaxed), slack));  // (LW13)
   }
   // Poll mode: the loop's wake-up, set once before any producer runs (the shard's constructor).
