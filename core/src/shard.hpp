@@ -52,6 +52,8 @@
 
 namespace kairos::detail {
 
+class FreedNodes;  // freed_nodes.hpp
+
 // A task is due once the clock reaches its deadline, unless its deadline lies past the clock's
 // range (never due: hours::max(), a saturated period), even on a ManualClock at its end.
 inline bool is_due(const TaskBase* t, std::int64_t now) noexcept {
@@ -287,10 +289,15 @@ class Shard {
   }
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
   // A far timer (Options::far_timer_slack) not given its deadline yet gets it: stamp_now_ (a
-  // clock read) + its delay (shard_leader.cpp). Anything else: nothing.
-  void stamp_if_far(TaskBase* t) noexcept KAIROS_REQUIRES(mu_);
+  // clock read) + its delay (stamp_far, shard_leader.cpp). Anything else: nothing (the test
+  // inline: every take-in makes it).
+  void stamp_if_far(TaskBase* t) noexcept KAIROS_REQUIRES(mu_) {
+    if (t->flags & kFarStamp) stamp_far(t);
+  }
+  void stamp_far(TaskBase* t) noexcept KAIROS_REQUIRES(mu_);
   [[nodiscard]] bool reserve_graveyard(std::size_t more) noexcept KAIROS_REQUIRES(mu_);
-  void take_in(Lock& lk, TaskBase* t, std::uint32_t s) KAIROS_REQUIRES(mu_);
+  // `freed` keeps the memory of the nodes it frees in place, for take_in_all to free in batches.
+  void take_in(Lock& lk, TaskBase* t, std::uint32_t s, FreedNodes& freed) KAIROS_REQUIRES(mu_);
   void apply_request(Lock& lk, TaskBase* t, std::uintptr_t tag) KAIROS_REQUIRES(mu_);
   // shard_restamp.cpp: the order stamps renumbered before they leave the modular window.
   // Before anything compares order stamps under mu_ (the leader's pass, a poll, next_deadline,

@@ -50,6 +50,7 @@
 #include <kairos/wait.hpp>
 
 #include "completion.hpp"
+#include "freed_nodes.hpp"
 #include "shard.hpp"
 #include "threads.hpp"
 
@@ -283,6 +284,9 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   // (for writing: its state and queue_slot are written here; both in its first 32 bytes, which
   // may straddle two lines), the handoffs overlap.
   const std::span<TaskBase* const> taking = confirmed.first(take);
+  // The timeouts cancelled in the inbox (W2: nearly all of them) go back to the pool a class at a
+  // time, not one task_free() each (freed_nodes.hpp): when this call returns, or every 64.
+  FreedNodes freed;
   for (std::size_t i = 0; i < std::min(kTakeInAhead, take); ++i) prefetch_task_for_write(taking[i]);
   for (std::size_t i = 0; i < take; ++i) {
     if (i + kTakeInAhead < take) prefetch_task_for_write(taking[i + kTakeInAhead]);
@@ -292,13 +296,14 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
       stamp_if_far(t);
       queue_.push(t);
     } else {
-      take_in(lk, t, s);  // the rest of the cases, from the word read
+      take_in(lk, t, s, freed);  // the rest of the cases, from the word read
     }
   }
   inbox_.hold_back(hold);
   return take;
 }
 
+// stamp_if_far's out-of-line half (shard.hpp tests the flag inline).
 // Far timers (Options::far_timer_slack) get their deadlines at their take-in, before anything
 // reads them (the hold count, the shutdown policies, the timer queue; a task dropped cancelled
 // needs none): a clock read of this leader's, made after their dequeues (IN3) and so after their
@@ -308,8 +313,7 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
 // of the handle's releasing cancel (cancel_task) on other threads: each reads the encoded delay
 // or the stamped deadline, told apart by sign (kFarStamp, set before publication, says which
 // encoding the field uses); nothing else travels with it.
-void Shard::stamp_if_far(TaskBase* t) noexcept {
-  if (!(t->flags & kFarStamp)) return;
+void Shard::stamp_far(TaskBase* t) noexcept {
   const std::int64_t field = t->deadline;  // the leader is its only writer
   if (far_deadline_stamped(field)) return;  // held back earlier, or its take-in refused (no memory)
   if (stamp_now_ == kMinNs) stamp_now_ = engine_.now_ns();
@@ -384,7 +388,7 @@ bool Shard::reserve_graveyard(std::size_t more) noexcept {
 // A confirmed submission that is not plain (take_in_all tried mark_plain_queued first; s: the
 // state word it read, TI2) enters the timer queue, unless cancelled or refused by the shutdown
 // policies.
-void Shard::take_in(Lock& lk, TaskBase* t, std::uint32_t s) {
+void Shard::take_in(Lock& lk, TaskBase* t, std::uint32_t s, FreedNodes& freed) {
   KAIROS_DCHECK(lk.owns_lock() && !TimerQueue::queued(t));
   // A one-CAS cancel's leftover, the common end of a timeout (W2): cancelled in the inbox, the
   // scheduler's reference the only one (the handle let go in the cancel's CAS, or was dropped
@@ -396,7 +400,7 @@ void Shard::take_in(Lock& lk, TaskBase* t, std::uint32_t s) {
       (engine_.state() != RunState::kActive || engine_.remove_on_cancel.load(std::memory_order_acquire))) {  // (PO2)
     count_departed(1);
     bump(cancelled_);
-    destroy_node(t);
+    freed.destroy(t);  // its destruction runs no user code (freeable_in_place): under mu_ is fine
     return;
   }
   stamp_if_far(t);  // every case below may read its deadline

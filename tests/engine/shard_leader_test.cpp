@@ -47,6 +47,8 @@ class ShardLeader : public ::testing::TestWithParam<kairos::WaitPolicy> {};
 
 // Task A is due in 400 ms; once the leader waits for it, 1,000 tasks due in an hour are
 // submitted: later than A, so none wakes the leader, and far below the inbox's high-water mark.
+// No far timers (far_timer_slack 0): a far timer wakes a leader that would sleep longer than the
+// slack (LeaderWait::notify_far), and these must not.
 // When A starts they must still be in the inbox (a drain before the pop would have taken them
 // in between A's deadline and its start). If the leader took them in before it waited (it was
 // still arming when they came), the round says nothing and is tried again. A is re-armable: the
@@ -59,6 +61,7 @@ TEST_P(ShardLeader, AReachedDeadlineStartsItsTaskBeforeTheInboxIsDrained) {
   for (int round = 0; round < 5 && rounds_that_said_something == 0; ++round) {
     kairos::Options o;
     o.wait = GetParam();
+    o.far_timer_slack = std::chrono::nanoseconds(0);
     kairos::Scheduler s(o);
     Shard* shard = Shard::g_newest_for_testing.load();
     ASSERT_NE(shard, nullptr);
