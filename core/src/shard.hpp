@@ -440,14 +440,14 @@ class Shard {
   // The earliest deadline of the tasks the inbox holds back (inbox_.held()), kMaxNs if none ever due.
   std::int64_t held_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
   // Far timers: a take-in since the leader's last wait gave one its deadline (stamp_far), so
-  // the next wait ends within far_slack_ns_ of its pass's clock read (lead()).
+  // the next wait ends within far_slack_ns_ of a clock read after that pass's drain (lead()).
   bool far_seen_ KAIROS_GUARDED_BY(mu_) = false;
   std::int64_t stamp_now_ KAIROS_GUARDED_BY(mu_) = kMinNs;  // stamp_if_far's clock read (kMinNs: not yet)
   std::atomic<std::uint64_t> restamps_{0};  // written under mu_, read by tests without it
   // Written under mu_ (count_departed, bump: KAIROS_REQUIRES(mu_)), read without it.
   std::atomic<std::int64_t> departed_{0};  // see "Counting"
   std::atomic<std::uint64_t> ran_{0};
-  std::atomic<std::uint64_t> far_timers_{0};  // stamp_if_far's count (a statistic: bump, mu_)
+  std::atomic<std::uint64_t> far_timers_{0};  // stamp_far's count (a statistic: bump, mu_)
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> periodic_failures_{0};  // the runners, no lock: a relaxed RMW (run_once)
   LatencyHistogram lateness_ KAIROS_GUARDED_BY(mu_);  // after_run records, stats() copies
