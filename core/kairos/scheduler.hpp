@@ -64,13 +64,7 @@ class BasicScheduler {
   // One-shot task after `delay` (negative: as soon as possible; any duration, saturating).
   template <class F, class Rep, class Period>
   auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
-    check_callable(f);
-    // Two references: the scheduler's and the future's; published by the inbox enqueue (release).
-    auto* n = detail::make_node<false>(std::forward<F>(f), 0, 2);
-    using R = detail::call_result_t<std::decay_t<F>>;
-    ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
-    submit_after(n, detail::to_ns_saturated(delay));
-    return fut;
+    return submit_one(std::forward<F>(f), Delay{detail::to_ns_saturated(delay)});
   }
   // One-shot task at an absolute deadline on this scheduler's clock (a past one runs at once).
   template <class F>
@@ -113,8 +107,7 @@ class BasicScheduler {
   // release, RC1).
   template <class F, class Rep, class Period>
   void execute_after(F&& f, std::chrono::duration<Rep, Period> delay) {
-    check_callable(f);
-    submit_after(detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1), detail::to_ns_saturated(delay));
+    post_one(std::forward<F>(f), Delay{detail::to_ns_saturated(delay)});
   }
   template <class F>
   void execute_at(F&& f, time_point deadline) {
@@ -314,49 +307,55 @@ class BasicScheduler {
   };
   template <class Rep, class Period>
   Deadline deadline_after(std::chrono::duration<Rep, Period> delay) const noexcept {
-    std::int64_t d = detail::to_ns_saturated(delay);
+    return deadline_in(detail::to_ns_saturated(delay));
+  }
+  // The same for a delay in saturated nanoseconds.
+  Deadline deadline_in(std::int64_t d) const noexcept {
     if (d < 0) d = 0;  // a negative delay means "as soon as possible" (Java normalises to 0)
     // Past the clock's range (or Duration::max()): never. Exactly at the end of a ManualClock's
     // time: due then. The "now" is the clock the leader tests deadlines against.
     const detail::DeadlineNs deadline = detail::deadline_after_ns(core_->now_ns(), d);
     return {deadline.ns, deadline.never};
   }
-  // schedule() and execute_after() once their node n (the caller's scheduler reference) is made,
-  // with the delay in saturated ns: a far timer (Options::far_timer_slack) if the delay is long
-  // enough, its deadline left to the shard's leader (no clock read here); otherwise
-  // deadline_after's. After the node, not before: only the delay lives across its allocation, and
-  // the clock read, later in the call, still comes after the call's start.
-  void submit_after(detail::TaskBase* n, std::int64_t d) {
-    detail::SchedulerCore* core = core_.get();
-    if (d >= core->far_from_ns() && d < detail::kFarMaxDelayNs) {
+  // schedule()'s and execute_after()'s delay in saturated ns, turned into a deadline only once
+  // the node is made (submit_node): only the delay lives across its allocation, and the clock
+  // read, later in the call, still comes after the call's start.
+  struct Delay {
+    std::int64_t ns;
+  };
+  // Hands n (the caller's scheduler reference) to the engine at `deadline`.
+  void submit_node(detail::TaskBase* n, Deadline deadline) { core_->submit(n, deadline.ns, deadline.never); }
+  // ... `delay` from now: a far timer (Options::far_timer_slack) if the delay is long enough, its
+  // deadline left to the shard's leader (no clock read here); otherwise deadline_in's.
+  void submit_node(detail::TaskBase* n, Delay delay) {
+    if (delay.ns >= core_->far_from_ns() && delay.ns < detail::kFarMaxDelayNs) {
       n->flags |= detail::kFarStamp;  // not yet published: no other thread sees n
-      core->submit(n, detail::far_deadline_unstamped(d), false);
+      core_->submit(n, detail::far_deadline_unstamped(delay.ns), false);
       return;
     }
-    const detail::DeadlineNs deadline = detail::deadline_after_ns(core->now_ns(), d < 0 ? 0 : d);  // as deadline_after
-    core->submit(n, deadline.ns, deadline.never);
+    submit_node(n, deadline_in(delay.ns));
   }
   // An absolute deadline on this scheduler's clock: its time point, saturated (never `never`).
   static Deadline deadline_at(time_point t) noexcept {
     return {detail::to_ns_saturated(t.time_since_epoch()), false};
   }
 
-  // One reference, the scheduler's: no future (execute, execute_after, execute_at).
-  template <class F>
-  void post_one(F&& f, Deadline deadline) {
+  // One reference, the scheduler's: no future (execute, execute_after, execute_at). `when`: a
+  // Deadline or a Delay (submit_node).
+  template <class F, class When>
+  void post_one(F&& f, When when) {
     check_callable(f);
-    auto* n = detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1);
-    core_->submit(n, deadline.ns, deadline.never);
+    submit_node(detail::make_node<false>(std::forward<F>(f), detail::kNoFuture, 1), when);
   }
 
-  template <bool Rearmable = false, class F>
-  auto submit_one(F&& f, Deadline deadline) {
+  template <bool Rearmable = false, class F, class When>
+  auto submit_one(F&& f, When when) {
     check_callable(f);
     // Two references: the scheduler's and the future's; published by the inbox enqueue (release).
     auto* n = detail::make_node<false, F, Rearmable>(std::forward<F>(f), 0, 2);
     using R = detail::call_result_t<std::decay_t<F>>;
     ScheduledFuture<R> fut(n, core_.get(), clock_ptr());
-    core_->submit(n, deadline.ns, deadline.never);
+    submit_node(n, when);
     return fut;
   }
 
@@ -371,7 +370,7 @@ class BasicScheduler {
     auto* n = detail::make_node<true>(std::forward<F>(f), flags, 2);
     n->period = p;
     ScheduledFuture<void> fut(n, core_.get(), clock_ptr());
-    core_->submit(n, deadline.ns, deadline.never);
+    submit_node(n, deadline);
     return fut;
   }
 
