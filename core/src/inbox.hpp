@@ -13,6 +13,18 @@
 // `unconfirmed_` until a complete pass has started after they were seen; only then does the
 // leader take them into its timer queue, where they may fire.
 //
+// Far timers may wait unconfirmed. The leader's own drains (far_may_wait) end at the first
+// complete pass whose items are all far timers (Options::far_timer_slack: kFarStamp, set before
+// the enqueue), and the leader may then wait with them seen and unconfirmed (Shard::lead,
+// arm_and_check: for at most the slack), where before it drained again at once. Under a steady
+// stream of submissions that "once more" never ended: every pass saw the few items enqueued
+// during the last one, so the leader chased the producer a pass at a time, read each timeout a
+// microsecond after its producer wrote it, and the cancel then took the line back (W2: a complete
+// pass every ~25 pairs). A far timer may wait: none is due before its take-in + 1000 slacks. The
+// test reads the flags of that last pass's items only (a few, the newest: their lines are read
+// once more than they would be; a tag in the item would spare that read but cost every
+// submission ~5 instructions, PERF.md's eighteenth round).
+//
 // Held back. The leader may keep the newest confirmed submissions here instead of taking them in
 // (Shard::take_in_all: far-future ones, a timeout likely to be cancelled before it is due, so
 // that its cancel finds it not taken in: one CAS, no remove request). They stay at the front of
@@ -149,9 +161,11 @@ class Inbox {
   // -- the leader (shard lock held) ----------------------------------------------------------
   // Up to kMaxPasses bulk passes. Requests go to request(t, tag) at once; submissions go to
   // take_in(span) once confirmed (see FIFO), in seq order per producer, a confirmed batch at a
-  // time (never empty). True if anything arrived.
+  // time (never empty). True if anything arrived. far_may_wait (the leader's own drains): it ends
+  // at the first complete pass whose items are all far timers (above), not at an empty one.
   template <class TakeIn, class Request>
-  bool drain(TakeIn&& take_in, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk) {
+  bool drain(TakeIn&& take_in, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk,
+             bool far_may_wait = false) {
     TaskBase** buf = pass_buffer_.get();
     bool any = false;
     for (int pass = 0; pass < max_passes; ++pass) {
@@ -165,6 +179,8 @@ class Inbox {
         ++complete_passes_;
         confirm(take_in);
       }
+      far_only_unconfirmed_ = false;
+      const std::size_t pass_begin = unconfirmed_.size();
       for (std::size_t i = 0; i < n; ++i) {
         auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
         if (bits & kTags) {
@@ -177,6 +193,11 @@ class Inbox {
       }
       any |= n > 0;
       if (n == 0) break;
+      // A complete pass confirmed everything before it; what it saw itself may wait if far.
+      if (n < chunk && far_may_wait && only_far_timers(pass_begin)) {
+        far_only_unconfirmed_ = true;
+        break;
+      }
     }
     return any;
   }
@@ -225,9 +246,13 @@ class Inbox {
       if (i > 64) std::this_thread::yield();  // a counted producer between its seq and enqueue
     }
   }
-  // The leader must drain again before it waits: items seen but not yet confirmed (not the ones
-  // held back on purpose, which are confirmed).
+  // Items seen but not yet confirmed (not the ones held back on purpose, which are confirmed).
   bool has_unconfirmed() const noexcept { return live() > held_; }
+  // The leader must drain again before it waits: items seen and not yet confirmed, unless the
+  // last drain ended with only far timers unconfirmed and far_may_wait (above).
+  bool needs_confirm_pass(bool far_may_wait) const noexcept {
+    return has_unconfirmed() && !(far_may_wait && far_only_unconfirmed_);
+  }
   // Anything drained and not taken in: unconfirmed, refused, or held back.
   bool holds_any() const noexcept { return live() != 0; }
   // Confirmed items held back by the last confirm (Shard::take_in_all), at the front.
@@ -241,6 +266,7 @@ class Inbox {
   // queue could not grow). They wait here; the leader retries after a pause, not at once.
   bool take_in_refused() const noexcept { return refused_; }
   std::size_t unconfirmed_count() const noexcept { return live(); }
+  std::uint64_t complete_passes() const noexcept { return complete_passes_; }  // (a test seam's)
   // Hands every item still here to fn, in order, and forgets them (shutdown_now, settling: they
   // leave without the timer queue).
   template <class Fn>
@@ -250,6 +276,7 @@ class Inbox {
     front_ = 0;
     refused_ = false;
     held_ = 0;
+    far_only_unconfirmed_ = false;
   }
   // An item seen but not confirmed took its seq before `seq_bound`.
   bool holds_unconfirmed_before(std::uint64_t seq_bound) const noexcept {
@@ -276,6 +303,13 @@ class Inbox {
       unconfirmed_.clear();
       front_ = 0;
     }
+  }
+  // unconfirmed_[from, size()) are all far timers: their flags (immutable since the producer's
+  // enqueue, IN2/IN3), read newest first: a stream's first item that is not far ends the scan.
+  bool only_far_timers(std::size_t from) const noexcept {
+    for (std::size_t i = unconfirmed_.size(); i > from; --i)
+      if ((unconfirmed_[i - 1]->flags & kFarStamp) == 0) return false;
+    return true;
   }
   // unconfirmed_[front_, size()): the items seen and not yet taken in (taken ones before front_
   // are dead). Room at the end: first the dead ones go (the live ones move once), then it grows.
@@ -318,6 +352,7 @@ class Inbox {
   bool refused_ = false;  // see take_in_refused()
   std::size_t held_ = 0;  // see held(): the first held_ live items
   std::size_t previously_held_ = 0;  // see previously_held()
+  bool far_only_unconfirmed_ = false;  // the last drain stopped at a pass of far timers (above)
   std::uint64_t complete_passes_ = 0;  // passes that came back short (drain_through)
 };
 // Producers' counters, the requests' counters, the queue and the leader's counters: four lines apart.

@@ -146,6 +146,11 @@ class Shard {
   // Test seams (tests/engine/shard_leader_test.cpp): submissions the leader drained, tasks the
   // inbox holds back (take_in_all), remove requests posted (pinned cancels of queued tasks).
   std::uint64_t drained_for_testing() const noexcept { return inbox_.drained(); }
+  // Test seam: the inbox's complete passes so far (a confirm each). Under the shard lock.
+  std::uint64_t complete_passes_for_testing() {
+    Lock lk(mu_);
+    return inbox_.complete_passes();
+  }
   std::size_t held_for_testing() const KAIROS_EXCLUDES(mu_);  // shard.cpp
   std::uint64_t removes_sent_for_testing() const noexcept { return inbox_.removes_sent(); }
   // Test seam (tests/engine/shard_leader_test.cpp): called by every leader of the process after
@@ -273,6 +278,9 @@ class Shard {
   // hold_far: the leader's own drains (lead, arm_and_check) may hold the newest far-future
   // submissions back (take_in_all); every other drain takes everything in.
   void drain(Lock& lk, bool hold_far = false) KAIROS_REQUIRES(mu_);
+  // The leader may wait with far timers seen and not yet confirmed (Inbox::needs_confirm_pass):
+  // while the scheduler is active; after a shutdown every drain takes everything in.
+  bool far_may_wait() const noexcept { return engine_.state() == RunState::kActive; }
   bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
   // How many of the span's last tasks may wait in the inbox (take_in_all), and their earliest
   // deadline into held_earliest_.

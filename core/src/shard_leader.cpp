@@ -17,7 +17,10 @@
 // the batch when the wait reached its deadline unwoken (lead()). An awake leader reads no line
 // that producers write per submission except once per wait (the count read of the wait protocol).
 // Its own drains hold the newest far-future submissions back in the inbox (take_in_all, below)
-// until a later drain or until 2 ms before they are due.
+// until a later drain or until 2 ms before they are due. And they end at the first complete pass
+// that leaves only far timers seen and unconfirmed (Inbox::needs_confirm_pass): those wait for
+// the next drain, within the slack, so that a steady stream of submissions, of which every pass
+// sees a few new ones, does not keep the leader draining a pass at a time.
 //
 // Ownership (who may touch what):
 //   queue_, batches_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
@@ -134,7 +137,9 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
   KAIROS_DCHECK(lk.owns_lock());
   // The clock read with which the last wait reached its deadline, no wake-up having come:
   // kMinNs otherwise. Such a wait's due tasks are popped before the inbox is drained. Every
-  // submission counted before the wait was armed was taken in (arm_and_check), and every later
+  // submission counted before the wait was armed was taken in (arm_and_check) or is a far timer
+  // left unconfirmed (not stamped yet: due 1000 slacks after a take-in still to come, later than
+  // anything this pop takes), and every later
   // one due before the armed deadline would have woken it (LW4), and a wake-up that came by the
   // clock read that reached the deadline voids the reach (LW11); so what the inbox holds is due
   // no earlier than the tasks just reached, and of those equal to them, submitted later (a
@@ -173,7 +178,11 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     if (std::size_t n = pop_due(lk, now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
     if (reached_at != kMinNs) continue;  // nothing due after all (cancelled, re-armed): the usual pass
     const bool refused = inbox_.take_in_refused();
-    if (inbox_.has_unconfirmed() && !refused) continue;  // one more (complete) pass confirms them
+    // One more (complete) pass confirms what was seen, unless it is only far timers: they may
+    // wait for the next drain, within the slack (far_seen_, below; inbox.hpp), so that a steady
+    // stream of them is not chased a pass at a time.
+    if (inbox_.needs_confirm_pass(far_may_wait()) && !refused) continue;
+    if (inbox_.has_unconfirmed()) far_seen_ = true;
     if (must_exit(lk)) return 0;             // pop_due may have dropped the last cancelled task
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
     bool forever = head == nullptr || head->never_due();
@@ -237,7 +246,8 @@ bool Shard::inbox_caught_up() const noexcept {
 void Shard::drain(Lock& lk, bool hold_far) {
   hold_far_ = hold_far && engine_.state() == RunState::kActive;
   hold_horizon_ = kMinNs;  // read at the drain's first confirm (count_holdable), once
-  inbox_.drain(take_in_callback(lk), request_callback(lk));
+  // The leader's own drains end when only far timers are left unconfirmed (far_may_wait).
+  inbox_.drain(take_in_callback(lk), request_callback(lk), Inbox::kMaxPasses, Inbox::kChunk, hold_far_);
   hold_far_ = false;  // the restamp pass takes everything in (drain_through)
   restamp_if_due(lk);
 }
@@ -483,16 +493,20 @@ bool Shard::arm_and_check(Lock& lk, std::int64_t deadline, std::int64_t now) {
   // Requests likewise (posted_ moves before the item is enqueued; lost_ undoes a failed one).
   for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
                   inbox_.removes_done() < std::min(requested, inbox_.removes_sent()) ||
-                  (inbox_.has_unconfirmed() && !inbox_.take_in_refused());
+                  (inbox_.needs_confirm_pass(far_may_wait()) && !inbox_.take_in_refused());
        ++i) {
     drain(lk, true);
     if (i > 64) std::this_thread::yield();
   }
   // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
   drain(lk, true);
-  while (inbox_.has_unconfirmed() && !inbox_.take_in_refused()) drain(lk, true);
+  while (inbox_.needs_confirm_pass(far_may_wait()) && !inbox_.take_in_refused()) drain(lk, true);
   TaskBase* head = queue_.empty() ? nullptr : queue_.top();
   bool earlier = (head != nullptr && !head->never_due() && head->deadline < deadline) || held_wake() < deadline;
+  // Far timers these drains saw and left unconfirmed: this wait must end within the slack of
+  // them, which only a wait lead() capped (far_seen_: deadline = armed_at + slack) does.
+  if (inbox_.has_unconfirmed() && !inbox_.take_in_refused() && add_saturated(now, far_slack_ns_) < deadline)
+    earlier = true;
   if (earlier || (head != nullptr && deadline == kMaxNs)) {
     wait_.disarm();
     return false;

@@ -70,6 +70,9 @@ class KairosSystem {
   // The scheduler's threads' on-CPU time so far (W2 and W2b: the leader's share of the loop).
   std::int64_t scheduler_cpu_ns() { return threads_cpu_ns(kName); }
 
+  // Far timers given their deadline by the leader so far (ShardStats::far_timers; W2, W2b).
+  std::uint64_t far_timers_stamped() { return sched_.stats().total().far_timers; }
+
   void add_figures(RunResult& r) {
     r.figure("leader_cpu_ms", static_cast<double>(threads_cpu_ns(kName)) * 1e-6);
     kairos::ShardStats t = sched_.stats().total();

@@ -3,7 +3,7 @@
 // Reports schedule+cancel pairs/s, the latency of one pair in every 64 (at a random position in
 // each block of 64, see SampleClock in result.hpp), and the pending count once every call has
 // been applied (must be exactly `window`); on kairos also leader_cpu_ms, the scheduler's
-// threads' on-CPU time during the loop (/proc, read outside it).
+// threads' on-CPU time during the loop (/proc, read outside it), and far_timers_stamped.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -56,6 +56,11 @@ void run_churn(System& sys, std::size_t iterations, std::size_t sample_every, De
   std::int64_t end = now_ns();
   if constexpr (requires { sys.scheduler_cpu_ns(); })
     r.figure("leader_cpu_ms", static_cast<double>(sys.scheduler_cpu_ns() - cpu_before) * 1e-6);
+  // kairos: the far timers its leader gave a deadline, i.e. read before their cancel (taken in or
+  // held back), the last `window` pending ones included: a leader that chases the producer reads
+  // nearly every timeout first (docs/design.md, "Far timers").
+  if constexpr (requires { sys.far_timers_stamped(); })
+    r.figure("far_timers_stamped", static_cast<std::int64_t>(sys.far_timers_stamped()));
 
   double secs = static_cast<double>(end - start) * 1e-9;
   r.figure("pairs_per_s", static_cast<double>(iterations) / secs);

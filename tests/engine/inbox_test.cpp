@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include <kairos/detail/task.hpp>
@@ -155,6 +156,85 @@ TEST(Inbox, DrainThroughForAQueryReturnsWhileProducersOutpaceIt) {
       EXPECT_EQ(sink.accepted.size(), 1u);
     }
   }
+}
+
+// A producer that enqueues while the leader takes in (here: 10 more items during each take-in,
+// so every pass sees a few new ones and none comes back empty). The leader's drain
+// (far_may_wait) ends at the first complete pass whose items are all far timers (kFarStamp); with
+// other items among them it chases the producer for all kMaxPasses passes, a confirm each, as every
+// drain did before (W2's leader made a pass every ~25 timeouts and read each one before its
+// cancel). Either way nothing is confirmed before a complete pass, and order is kept.
+TEST(Inbox, TheLeadersDrainEndsWhereOnlyFarTimersAreLeftUnconfirmed) {
+  for (const bool far : {true, false}) {
+    SCOPED_TRACE(far ? "far timers" : "other submissions");
+    Inbox inbox;
+    auto n = nodes(Inbox::kChunk * Inbox::kMaxPasses * 2);
+    std::size_t produced = 0;
+    auto produce = [&](std::size_t k) {
+      for (std::size_t i = 0; i < k; ++i, ++produced) {
+        n[produced]->seq = static_cast<std::uint32_t>(inbox.take_seq());
+        if (far) n[produced]->flags |= kFarStamp;
+        ASSERT_TRUE(inbox.push(n[produced].get()));
+      }
+    };
+    produce(Inbox::kChunk + 44);
+    Sink sink;
+    int confirms = 0;
+    auto take_in = [&](std::span<TaskBase* const> confirmed) {
+      ++confirms;
+      const std::size_t taken = sink.accept()(confirmed);
+      produce(10);
+      return taken;
+    };
+    inbox.drain(take_in, sink.remove(), Inbox::kMaxPasses, Inbox::kChunk, true);
+    if (far) {
+      EXPECT_EQ(confirms, 1);  // the second pass (44 items) was complete: the first's 256 went in
+      EXPECT_EQ(sink.accepted.size(), Inbox::kChunk);
+      EXPECT_TRUE(inbox.has_unconfirmed());                // the 44 the complete pass saw itself
+      EXPECT_FALSE(inbox.needs_confirm_pass(true));        // ... may wait for the next drain
+      EXPECT_TRUE(inbox.needs_confirm_pass(false));        // ... unless far timers may not wait
+    } else {
+      EXPECT_EQ(confirms, Inbox::kMaxPasses - 1);  // every pass after the first confirmed the one before
+      EXPECT_TRUE(inbox.needs_confirm_pass(true));
+    }
+    for (std::size_t i = 0; i < sink.accepted.size(); ++i) ASSERT_EQ(sink.accepted[i], n[i].get()) << "order at " << i;
+    // A drain that is not the leader's own (a lifecycle call's) takes everything in.
+    const std::size_t before = produced;
+    inbox.drain(sink.accept(), sink.remove());
+    EXPECT_FALSE(inbox.has_unconfirmed());
+    ASSERT_EQ(sink.accepted.size(), before);
+    for (std::size_t i = 0; i < before; ++i) ASSERT_EQ(sink.accepted[i], n[i].get()) << "order at " << i;
+  }
+}
+
+// One item that is not a far timer among far ones: the drain goes on until a complete pass has
+// confirmed it, and stops at the first complete pass after that which leaves only far timers.
+TEST(Inbox, AnItemThatIsNotAFarTimerIsConfirmedBeforeTheLeadersDrainEnds) {
+  Inbox inbox;
+  auto n = nodes(Inbox::kChunk + 44 + 10);
+  std::size_t produced = 0;
+  for (; produced < Inbox::kChunk + 44; ++produced) {
+    n[produced]->seq = static_cast<std::uint32_t>(inbox.take_seq());
+    if (produced != Inbox::kChunk + 43) n[produced]->flags |= kFarStamp;  // the last one: not far
+    ASSERT_TRUE(inbox.push(n[produced].get()));
+  }
+  Sink sink;
+  int confirms = 0;
+  auto take_in = [&](std::span<TaskBase* const> confirmed) {
+    ++confirms;
+    const std::size_t taken = sink.accept()(confirmed);
+    for (int i = 0; i < 10 && produced < n.size(); ++i, ++produced) {
+      n[produced]->seq = static_cast<std::uint32_t>(inbox.take_seq());
+      n[produced]->flags |= kFarStamp;
+      EXPECT_TRUE(inbox.push(n[produced].get()));
+    }
+    return taken;
+  };
+  inbox.drain(take_in, sink.remove(), Inbox::kMaxPasses, Inbox::kChunk, true);
+  EXPECT_EQ(confirms, 2);
+  EXPECT_EQ(sink.accepted.size(), Inbox::kChunk + 44);  // the one that is not far among them
+  EXPECT_FALSE(inbox.needs_confirm_pass(true));         // the 10 far ones after it may wait
+  EXPECT_TRUE(inbox.has_unconfirmed());
 }
 
 // The timer queue takes only some (no memory for more): the rest stay confirmed, in order, and

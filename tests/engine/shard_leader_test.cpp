@@ -348,6 +348,39 @@ TEST(HighWater, TheLeaderDrainsEveryLongIntervalWhileThePoolDoesNotGrowAndEveryS
   s.shutdown_now();
 }
 
+// ---- far timers: a stream of them is not chased ----------------------------------------------------
+// A producer streams far timers (W2's order timeouts: each cancelled 1,024 submissions later) for
+// 300 ms. The leader's drains end where only far timers are left unconfirmed, and it then sleeps
+// until the slack (1 ms) has passed or a high-water mark wakes it (Inbox::needs_confirm_pass): a
+// few complete passes (confirms) per wake. A leader that drained again whenever a pass had seen
+// items it could not confirm yet chased the producer: on a 2-vCPU host 14-18 complete passes a
+// millisecond (one every few hundred timeouts, each read before its cancel), against ~2.3 with
+// far timers left to wait. The bound: 4 a millisecond, 3 per long high-water interval, plus 50.
+TEST(FarTimers, ALeaderUnderAStreamOfFarTimersDoesNotChaseIt) {
+  kairos::Options o;  // far_timer_slack: 1 ms, the default
+  o.remove_on_cancel = true;
+  kairos::Scheduler s(o);
+  Shard* shard = Shard::g_newest_for_testing.load();
+  ASSERT_NE(shard, nullptr);
+  std::vector<kairos::ScheduledFuture<void>> ring(1024);
+  const std::uint64_t passes_at_start = shard->complete_passes_for_testing();
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t pairs = 0;
+  while (std::chrono::steady_clock::now() - start < 300ms) {
+    for (auto& h : ring) {
+      h.cancel();
+      h = s.schedule([] {}, 1h);
+    }
+    pairs += ring.size();
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  const std::uint64_t passes = shard->complete_passes_for_testing() - passes_at_start;
+  EXPECT_LE(passes, 4 * static_cast<std::uint64_t>(ms) + 3 * pairs / kairos::detail::kLongHighWater + 50)
+      << pairs << " submissions in " << ms << " ms";
+  EXPECT_EQ(s.stats().total().ran, 0u);
+  s.shutdown_now();
+}
+
 // ---- periodic runs in a batch ----------------------------------------------------------------------
 // Periodic tasks due together whose next runs come after the batch's `now` start in one batch
 // and are re-queued at its end (next_run_after, shard_leader.cpp): while the last of them runs, the earlier
