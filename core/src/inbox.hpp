@@ -13,17 +13,17 @@
 // `unconfirmed_` until a complete pass has started after they were seen; only then does the
 // leader take them into its timer queue, where they may fire.
 //
-// Far timers may wait unconfirmed. The leader's own drains (far_may_wait) end at the first
-// complete pass whose items are all far timers (Options::far_timer_slack: kFarStamp, set before
-// the enqueue), and the leader may then wait with them seen and unconfirmed (Shard::lead,
-// arm_and_check: for at most the slack), where before it drained again at once. Under a steady
-// stream of submissions that "once more" never ended: every pass saw the few items enqueued
-// during the last one, so the leader chased the producer a pass at a time, read each timeout a
-// microsecond after its producer wrote it, and the cancel then took the line back (W2: a complete
-// pass every ~25 pairs). A far timer may wait: none is due before its take-in + 1000 slacks. The
-// test reads the flags of that last pass's items only (a few, the newest: their lines are read
-// once more than they would be; a tag in the item would spare that read but cost every
-// submission ~5 instructions, PERF.md's eighteenth round).
+// Seen items may wait unconfirmed. The leader's own drains (drain_for_leader) end at the first
+// complete pass whose items may all wait (the leader's may_wait: far timers, and tasks due later
+// than the hold horizon, Shard::unconfirmed_may_wait), and the leader may then wait with them
+// seen and unconfirmed (Shard::lead, arm_and_check: it wakes in time for them), where before it
+// drained again at once. Under a steady stream of submissions that "once more" never ended: every
+// pass saw the few items enqueued during the last one, so the leader chased the producer a pass at
+// a time, read each timeout a microsecond after its producer wrote it, and the cancel then took
+// the line back (W2: a complete pass every ~25 pairs). may_wait reads that last pass's items only
+// (a few, the newest: their lines are read once more than they would be; a tag in the item would
+// spare the read of a far timer's but cost every submission ~5 instructions, PERF.md's eighteenth
+// round). They stay unconfirmed: nothing about FIFO changes.
 //
 // Held back. The leader may keep the newest confirmed submissions here instead of taking them in
 // (Shard::take_in_all: far-future ones, a timeout likely to be cancelled before it is due, so
@@ -161,11 +161,16 @@ class Inbox {
   // -- the leader (shard lock held) ----------------------------------------------------------
   // Up to kMaxPasses bulk passes. Requests go to request(t, tag) at once; submissions go to
   // take_in(span) once confirmed (see FIFO), in seq order per producer, a confirmed batch at a
-  // time (never empty). True if anything arrived. far_may_wait (the leader's own drains): it ends
-  // at the first complete pass whose items are all far timers (above), not at an empty one.
+  // time (never empty). True if anything arrived.
   template <class TakeIn, class Request>
-  bool drain(TakeIn&& take_in, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk,
-             bool far_may_wait = false) {
+  bool drain(TakeIn&& take_in, Request&& request, int max_passes = kMaxPasses, std::size_t chunk = kChunk) {
+    return drain_for_leader(take_in, request, [](std::span<TaskBase* const>) { return false; }, max_passes, chunk);
+  }
+  // drain(), and it ends at the first complete pass whose items may_wait(span of them) lets wait
+  // unconfirmed (above), not only at an empty one.
+  template <class TakeIn, class Request, class MayWait>
+  bool drain_for_leader(TakeIn&& take_in, Request&& request, MayWait&& may_wait, int max_passes = kMaxPasses,
+                        std::size_t chunk = kChunk) {
     TaskBase** buf = pass_buffer_.get();
     bool any = false;
     for (int pass = 0; pass < max_passes; ++pass) {
@@ -177,9 +182,10 @@ class Inbox {
       std::size_t n = queue_.try_dequeue_bulk(buf, chunk);  // (IN3) acquire inside moodycamel, pairs with (IN2)
       if (n < chunk) {  // a complete pass: what was seen before it is confirmed
         ++complete_passes_;
+        seen_complete_passes_ += n > 0;
         confirm(take_in);
       }
-      far_only_unconfirmed_ = false;
+      may_wait_unconfirmed_ = false;
       const std::size_t pass_begin = unconfirmed_.size();
       for (std::size_t i = 0; i < n; ++i) {
         auto bits = reinterpret_cast<std::uintptr_t>(buf[i]);
@@ -193,9 +199,10 @@ class Inbox {
       }
       any |= n > 0;
       if (n == 0) break;
-      // A complete pass confirmed everything before it; what it saw itself may wait if far.
-      if (n < chunk && far_may_wait && only_far_timers(pass_begin)) {
-        far_only_unconfirmed_ = true;
+      // A complete pass confirmed everything before it; what it saw itself may wait.
+      if (n < chunk && unconfirmed_.size() > pass_begin &&
+          may_wait(std::span<TaskBase* const>(unconfirmed_.data() + pass_begin, unconfirmed_.size() - pass_begin))) {
+        may_wait_unconfirmed_ = true;
         break;
       }
     }
@@ -249,9 +256,9 @@ class Inbox {
   // Items seen but not yet confirmed (not the ones held back on purpose, which are confirmed).
   bool has_unconfirmed() const noexcept { return live() > held_; }
   // The leader must drain again before it waits: items seen and not yet confirmed, unless the
-  // last drain ended with only far timers unconfirmed and far_may_wait (above).
-  bool needs_confirm_pass(bool far_may_wait) const noexcept {
-    return has_unconfirmed() && !(far_may_wait && far_only_unconfirmed_);
+  // last drain ended at a pass whose items may wait (drain_for_leader) and they still may.
+  bool needs_confirm_pass(bool may_wait) const noexcept {
+    return has_unconfirmed() && !(may_wait && may_wait_unconfirmed_);
   }
   // Anything drained and not taken in: unconfirmed, refused, or held back.
   bool holds_any() const noexcept { return live() != 0; }
@@ -266,7 +273,9 @@ class Inbox {
   // queue could not grow). They wait here; the leader retries after a pause, not at once.
   bool take_in_refused() const noexcept { return refused_; }
   std::size_t unconfirmed_count() const noexcept { return live(); }
-  std::uint64_t complete_passes() const noexcept { return complete_passes_; }  // (a test seam's)
+  // Complete passes that saw items (a test seam's: empty ones come in runs while the leader
+  // waits for a counted submission to be enqueued, arm_and_check).
+  std::uint64_t seen_complete_passes() const noexcept { return seen_complete_passes_; }
   // Hands every item still here to fn, in order, and forgets them (shutdown_now, settling: they
   // leave without the timer queue).
   template <class Fn>
@@ -276,7 +285,7 @@ class Inbox {
     front_ = 0;
     refused_ = false;
     held_ = 0;
-    far_only_unconfirmed_ = false;
+    may_wait_unconfirmed_ = false;
   }
   // An item seen but not confirmed took its seq before `seq_bound`.
   bool holds_unconfirmed_before(std::uint64_t seq_bound) const noexcept {
@@ -303,13 +312,6 @@ class Inbox {
       unconfirmed_.clear();
       front_ = 0;
     }
-  }
-  // unconfirmed_[from, size()) are all far timers: their flags (immutable since the producer's
-  // enqueue, IN2/IN3), read newest first: a stream's first item that is not far ends the scan.
-  bool only_far_timers(std::size_t from) const noexcept {
-    for (std::size_t i = unconfirmed_.size(); i > from; --i)
-      if ((unconfirmed_[i - 1]->flags & kFarStamp) == 0) return false;
-    return true;
   }
   // unconfirmed_[front_, size()): the items seen and not yet taken in (taken ones before front_
   // are dead). Room at the end: first the dead ones go (the live ones move once), then it grows.
@@ -352,8 +354,9 @@ class Inbox {
   bool refused_ = false;  // see take_in_refused()
   std::size_t held_ = 0;  // see held(): the first held_ live items
   std::size_t previously_held_ = 0;  // see previously_held()
-  bool far_only_unconfirmed_ = false;  // the last drain stopped at a pass of far timers (above)
+  bool may_wait_unconfirmed_ = false;  // the last drain stopped at a pass that may wait (above)
   std::uint64_t complete_passes_ = 0;  // passes that came back short (drain_through)
+  std::uint64_t seen_complete_passes_ = 0;  // ... with items (seen_complete_passes)
 };
 // Producers' counters, the requests' counters, the queue and the leader's counters: four lines apart.
 static_assert(alignof(Inbox) == kCacheLine);

@@ -146,10 +146,10 @@ class Shard {
   // Test seams (tests/engine/shard_leader_test.cpp): submissions the leader drained, tasks the
   // inbox holds back (take_in_all), remove requests posted (pinned cancels of queued tasks).
   std::uint64_t drained_for_testing() const noexcept { return inbox_.drained(); }
-  // Test seam: the inbox's complete passes so far (a confirm each). Under the shard lock.
-  std::uint64_t complete_passes_for_testing() {
+  // Test seam: the inbox's complete passes that saw items so far (a confirm each). Under the lock.
+  std::uint64_t seen_complete_passes_for_testing() {
     Lock lk(mu_);
-    return inbox_.complete_passes();
+    return inbox_.seen_complete_passes();
   }
   std::size_t held_for_testing() const KAIROS_EXCLUDES(mu_);  // shard.cpp
   std::uint64_t removes_sent_for_testing() const noexcept { return inbox_.removes_sent(); }
@@ -278,22 +278,34 @@ class Shard {
   // hold_far: the leader's own drains (lead, arm_and_check) may hold the newest far-future
   // submissions back (take_in_all); every other drain takes everything in.
   void drain(Lock& lk, bool hold_far = false) KAIROS_REQUIRES(mu_);
-  // The leader may wait with far timers seen and not yet confirmed (Inbox::needs_confirm_pass):
-  // while the scheduler is active; after a shutdown every drain takes everything in.
-  bool far_may_wait() const noexcept { return engine_.state() == RunState::kActive; }
+  // The leader may wait with items seen and not yet confirmed (Inbox::needs_confirm_pass): while
+  // the scheduler is active; after a shutdown every drain takes everything in.
+  bool unconfirmed_may_wait() const noexcept { return engine_.state() == RunState::kActive; }
   bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
   // How many of the span's last tasks may wait in the inbox (take_in_all), and their earliest
   // deadline into held_earliest_.
   std::size_t count_holdable(std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
-  // When the leader must wake for the tasks held back: kHoldAheadNs before the earliest of them
-  // is due (kMaxNs: none held, or none ever due).
-  std::int64_t held_wake() const noexcept KAIROS_REQUIRES(mu_) {
-    if (inbox_.held() == 0 || held_earliest_ == kMaxNs) return kMaxNs;
-    return held_earliest_ - kHoldAheadNs;  // deadlines are >= now + kHoldAheadNs when held: no underflow
+  // drain_for_leader's may_wait (Inbox): the items of the drain's last complete pass may stay
+  // unconfirmed while the leader waits; records what the wait must heed (unconfirmed_far_,
+  // unconfirmed_earliest_).
+  bool unconfirmed_may_wait(std::span<TaskBase* const> seen) KAIROS_REQUIRES(mu_);
+  // The earliest deadline of the tasks waiting in the inbox on purpose: held back, or seen and
+  // left unconfirmed by a drain that ended at a pass that may wait (kMaxNs: none, or none ever due).
+  std::int64_t waiting_earliest() const noexcept KAIROS_REQUIRES(mu_) {
+    std::int64_t e = inbox_.held() != 0 ? held_earliest_ : kMaxNs;
+    if (inbox_.has_unconfirmed()) e = std::min(e, unconfirmed_earliest_);
+    return e;
   }
-  // A task held back is due at `now` (the leader was late: it takes them in before it pops).
+  // When the leader must wake for them: kHoldAheadNs before the earliest is due (kMaxNs: never).
+  std::int64_t held_wake() const noexcept KAIROS_REQUIRES(mu_) {
+    const std::int64_t e = waiting_earliest();
+    return e == kMaxNs ? kMaxNs : e - kHoldAheadNs;  // each was due after now + kHoldAheadNs: no underflow
+  }
+  // One of them is due at `now` (the leader was late: it takes them in before it pops).
+  // (kMaxNs is "never due", not a time: a ManualClock advanced to its end must not find it due.)
   bool held_due(std::int64_t now) const noexcept KAIROS_REQUIRES(mu_) {
-    return inbox_.held() != 0 && held_earliest_ <= now;
+    const std::int64_t e = waiting_earliest();
+    return e != kMaxNs && e <= now;
   }
   std::size_t take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) KAIROS_REQUIRES(mu_);
   // A far timer (Options::far_timer_slack) not given its deadline yet gets it: stamp_now_ (a
@@ -447,6 +459,12 @@ class Shard {
                                                                // clock read, at its first confirm; kMinNs: not yet)
   // The earliest deadline of the tasks the inbox holds back (inbox_.held()), kMaxNs if none ever due.
   std::int64_t held_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
+  // The items the leader's last drain left unconfirmed on purpose (unconfirmed_may_wait): the
+  // earliest deadline among those that are not far timers (kMaxNs: none), and whether any is a
+  // far timer (then the next wait ends within the slack, as after a stamp: far_seen_). Kept
+  // (an earlier bound, safe) while a flood leaves items unconfirmed; reset once none is.
+  std::int64_t unconfirmed_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
+  bool unconfirmed_far_ KAIROS_GUARDED_BY(mu_) = false;
   // Far timers: a take-in since the leader's last wait gave one its deadline (stamp_far), so
   // the next wait ends within far_slack_ns_ of a clock read after that pass's drain (lead()).
   bool far_seen_ KAIROS_GUARDED_BY(mu_) = false;

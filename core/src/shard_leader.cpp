@@ -174,15 +174,16 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     // A task held back in the inbox is due (the wait or the drain took longer than kHoldAheadNs):
     // into the timer queue first, so that what is popped next follows deadline order and FIFO.
     if (held_due(now)) drain(lk);
-    if (held_due(now)) now = held_earliest_ - 1;  // not confirmed yet (a flood): pop what is due before them
+    if (held_due(now)) now = waiting_earliest() - 1;  // not confirmed yet (a flood): pop what is due before them
     if (std::size_t n = pop_due(lk, now, batch, engine_.opt.threads_per_shard == 1 ? kMaxBatch : 1)) return n;
     if (reached_at != kMinNs) continue;  // nothing due after all (cancelled, re-armed): the usual pass
     const bool refused = inbox_.take_in_refused();
-    // One more (complete) pass confirms what was seen, unless it is only far timers: they may
-    // wait for the next drain, within the slack (far_seen_, below; inbox.hpp), so that a steady
-    // stream of them is not chased a pass at a time.
-    if (inbox_.needs_confirm_pass(far_may_wait()) && !refused) continue;
-    if (inbox_.has_unconfirmed()) far_seen_ = true;
+    // One more (complete) pass confirms what was seen, unless the drain ended at a pass whose
+    // items may wait (inbox.hpp, unconfirmed_may_wait): for the next drain, which comes within the
+    // slack of a far timer (far_seen_, below) and kHoldAheadNs before any other is due (held_wake),
+    // so that a steady stream of timeouts is not chased a pass at a time.
+    if (inbox_.needs_confirm_pass(unconfirmed_may_wait()) && !refused) continue;
+    if (inbox_.has_unconfirmed() && unconfirmed_far_) far_seen_ = true;
     if (must_exit(lk)) return 0;             // pop_due may have dropped the last cancelled task
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
     bool forever = head == nullptr || head->never_due();
@@ -246,8 +247,16 @@ bool Shard::inbox_caught_up() const noexcept {
 void Shard::drain(Lock& lk, bool hold_far) {
   hold_far_ = hold_far && engine_.state() == RunState::kActive;
   hold_horizon_ = kMinNs;  // read at the drain's first confirm (count_holdable), once
-  // The leader's own drains end when only far timers are left unconfirmed (far_may_wait).
-  inbox_.drain(take_in_callback(lk), request_callback(lk), Inbox::kMaxPasses, Inbox::kChunk, hold_far_);
+  // The leader's own drains end at a complete pass whose items may wait (inbox.hpp).
+  if (hold_far_)
+    inbox_.drain_for_leader(take_in_callback(lk), request_callback(lk),
+                            [this](std::span<TaskBase* const> seen) { return unconfirmed_may_wait(seen); });
+  else
+    inbox_.drain(take_in_callback(lk), request_callback(lk));
+  if (!inbox_.has_unconfirmed()) {
+    unconfirmed_earliest_ = kMaxNs;
+    unconfirmed_far_ = false;
+  }
   hold_far_ = false;  // the restamp pass takes everything in (drain_through)
   restamp_if_due(lk);
 }
@@ -311,6 +320,33 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
   }
   inbox_.hold_back(hold);
   return take;
+}
+
+// drain_for_leader's may_wait (inbox.hpp): the items of a complete pass, the newest seen, may stay
+// unconfirmed while the leader waits if each is a far timer (not stamped before its take-in: due
+// 1000 slacks after it), a task that will never be due, or one due later than the hold horizon
+// (now + kHoldAheadNs) that is not re-armable (its key moves). Read newest first: in a stream of
+// other submissions (W6: due at once) the first item ends the scan. Their fields were written
+// before their enqueue (IN2/IN3) and no other thread writes them: flags are fixed, a deadline
+// moves only by a re-arm or a run, neither of which an item in the inbox meets.
+bool Shard::unconfirmed_may_wait(std::span<TaskBase* const> seen) {
+  std::int64_t earliest = kMaxNs;
+  bool far = false;
+  for (std::size_t i = seen.size(); i-- > 0;) {
+    const TaskBase* t = seen[i];
+    if (t->flags & kFarStamp) {
+      far = true;
+      continue;
+    }
+    if (t->flags & kRearmable) return false;
+    if (t->never_due()) continue;
+    if (hold_horizon_ == kMinNs) hold_horizon_ = add_saturated(engine_.now_ns(), kHoldAheadNs);
+    if (t->deadline <= hold_horizon_) return false;
+    earliest = std::min(earliest, t->deadline);
+  }
+  unconfirmed_far_ = far;
+  unconfirmed_earliest_ = earliest;
+  return true;
 }
 
 // stamp_if_far's out-of-line half (shard.hpp tests the flag inline).
@@ -493,19 +529,21 @@ bool Shard::arm_and_check(Lock& lk, std::int64_t deadline, std::int64_t now) {
   // Requests likewise (posted_ moves before the item is enqueued; lost_ undoes a failed one).
   for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
                   inbox_.removes_done() < std::min(requested, inbox_.removes_sent()) ||
-                  (inbox_.needs_confirm_pass(far_may_wait()) && !inbox_.take_in_refused());
+                  (inbox_.needs_confirm_pass(unconfirmed_may_wait()) && !inbox_.take_in_refused());
        ++i) {
     drain(lk, true);
     if (i > 64) std::this_thread::yield();
   }
   // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
   drain(lk, true);
-  while (inbox_.needs_confirm_pass(far_may_wait()) && !inbox_.take_in_refused()) drain(lk, true);
+  while (inbox_.needs_confirm_pass(unconfirmed_may_wait()) && !inbox_.take_in_refused()) drain(lk, true);
   TaskBase* head = queue_.empty() ? nullptr : queue_.top();
   bool earlier = (head != nullptr && !head->never_due() && head->deadline < deadline) || held_wake() < deadline;
   // Far timers these drains saw and left unconfirmed: this wait must end within the slack of
-  // them, which only a wait lead() capped (far_seen_: deadline = armed_at + slack) does.
-  if (inbox_.has_unconfirmed() && !inbox_.take_in_refused() && add_saturated(now, far_slack_ns_) < deadline)
+  // them, which only a wait lead() capped (far_seen_: deadline = armed_at + slack) does. (Other
+  // tasks left unconfirmed: held_wake, above.)
+  if (inbox_.has_unconfirmed() && unconfirmed_far_ && !inbox_.take_in_refused() &&
+      add_saturated(now, far_slack_ns_) < deadline)
     earlier = true;
   if (earlier || (head != nullptr && deadline == kMaxNs)) {
     wait_.disarm();

@@ -158,12 +158,18 @@ TEST(Inbox, DrainThroughForAQueryReturnsWhileProducersOutpaceIt) {
   }
 }
 
+// The leader's may_wait here: every item of the pass is a far timer (Shard's also lets tasks due
+// later than its hold horizon wait).
+bool all_far(std::span<TaskBase* const> seen) {
+  return std::all_of(seen.begin(), seen.end(), [](const TaskBase* t) { return (t->flags & kFarStamp) != 0; });
+}
+
 // A producer that enqueues while the leader takes in (here: 10 more items during each take-in,
 // so every pass sees a few new ones and none comes back empty). The leader's drain
-// (far_may_wait) ends at the first complete pass whose items are all far timers (kFarStamp); with
-// other items among them it chases the producer for all kMaxPasses passes, a confirm each, as every
-// drain did before (W2's leader made a pass every ~25 timeouts and read each one before its
-// cancel). Either way nothing is confirmed before a complete pass, and order is kept.
+// (drain_for_leader) ends at the first complete pass whose items may wait; with others among them
+// it chases the producer for all kMaxPasses passes, a confirm each, as every drain did before
+// (W2's leader made a pass every ~25 timeouts and read each one before its cancel). Either way
+// nothing is confirmed before a complete pass, and order is kept.
 TEST(Inbox, TheLeadersDrainEndsWhereOnlyFarTimersAreLeftUnconfirmed) {
   for (const bool far : {true, false}) {
     SCOPED_TRACE(far ? "far timers" : "other submissions");
@@ -186,13 +192,13 @@ TEST(Inbox, TheLeadersDrainEndsWhereOnlyFarTimersAreLeftUnconfirmed) {
       produce(10);
       return taken;
     };
-    inbox.drain(take_in, sink.remove(), Inbox::kMaxPasses, Inbox::kChunk, true);
+    inbox.drain_for_leader(take_in, sink.remove(), all_far);
     if (far) {
       EXPECT_EQ(confirms, 1);  // the second pass (44 items) was complete: the first's 256 went in
       EXPECT_EQ(sink.accepted.size(), Inbox::kChunk);
       EXPECT_TRUE(inbox.has_unconfirmed());                // the 44 the complete pass saw itself
       EXPECT_FALSE(inbox.needs_confirm_pass(true));        // ... may wait for the next drain
-      EXPECT_TRUE(inbox.needs_confirm_pass(false));        // ... unless far timers may not wait
+      EXPECT_TRUE(inbox.needs_confirm_pass(false));        // ... unless nothing may wait (a shutdown)
     } else {
       EXPECT_EQ(confirms, Inbox::kMaxPasses - 1);  // every pass after the first confirmed the one before
       EXPECT_TRUE(inbox.needs_confirm_pass(true));
@@ -230,7 +236,7 @@ TEST(Inbox, AnItemThatIsNotAFarTimerIsConfirmedBeforeTheLeadersDrainEnds) {
     }
     return taken;
   };
-  inbox.drain(take_in, sink.remove(), Inbox::kMaxPasses, Inbox::kChunk, true);
+  inbox.drain_for_leader(take_in, sink.remove(), all_far);
   EXPECT_EQ(confirms, 2);
   EXPECT_EQ(sink.accepted.size(), Inbox::kChunk + 44);  // the one that is not far among them
   EXPECT_FALSE(inbox.needs_confirm_pass(true));         // the 10 far ones after it may wait
