@@ -465,6 +465,9 @@ class Shard {
   // (an earlier bound, safe) while a flood leaves items unconfirmed; reset once none is.
   std::int64_t unconfirmed_earliest_ KAIROS_GUARDED_BY(mu_) = kMaxNs;
   bool unconfirmed_far_ KAIROS_GUARDED_BY(mu_) = false;
+  // The timer queue's size when the running drain began (unconfirmed_may_wait: kBehind).
+  std::size_t queued_at_drain_ KAIROS_GUARDED_BY(mu_) = 0;
+  static constexpr std::size_t kBehind = 4096;
   // Far timers: a take-in since the leader's last wait gave one its deadline (stamp_far), so
   // the next wait ends within far_slack_ns_ of a clock read after that pass's drain (lead()).
   bool far_seen_ KAIROS_GUARDED_BY(mu_) = false;

@@ -247,6 +247,7 @@ bool Shard::inbox_caught_up() const noexcept {
 void Shard::drain(Lock& lk, bool hold_far) {
   hold_far_ = hold_far && engine_.state() == RunState::kActive;
   hold_horizon_ = kMinNs;  // read at the drain's first confirm (count_holdable), once
+  queued_at_drain_ = queue_.size();
   // The leader's own drains end at a complete pass whose items may wait (inbox.hpp).
   if (hold_far_)
     inbox_.drain_for_leader(take_in_callback(lk), request_callback(lk),
@@ -330,6 +331,15 @@ std::size_t Shard::take_in_all(Lock& lk, std::span<TaskBase* const> confirmed) {
 // before their enqueue (IN2/IN3) and no other thread writes them: flags are fixed, a deadline
 // moves only by a re-arm or a run, neither of which an item in the inbox meets.
 bool Shard::unconfirmed_may_wait(std::span<TaskBase* const> seen) {
+  // Not while this drain queued more than kBehind tasks: the leader is behind a burst of pending
+  // timers (W1, W5: each taken in is a heap insert, about as costly as its producer's call).
+  // Were it to wait, it would meet a larger backlog at each wake, and the passes of a catch-up
+  // confirm nothing until one comes back short: the inbox's list of items seen and not taken in
+  // grew to 170,000-340,000 entries in W5's million-timer burst, kept for the scheduler's life
+  // (W5 47.9 B a timer against 45.5; with this rule 45.4, PERF.md's eighteenth round). Draining
+  // again at once keeps the batches as they were. (A burst of equal delays, cheap to take in,
+  // grows that list too, with or without this rule: not traced.)
+  if (queue_.size() - queued_at_drain_ > kBehind) return false;
   std::int64_t earliest = kMaxNs;
   bool far = false;
   for (std::size_t i = seen.size(); i-- > 0;) {

@@ -387,9 +387,7 @@ TEST_P(TimeoutStream, ALeaderDoesNotChaseAStreamOfTimeouts) {
   const std::uint64_t passes = shard->seen_complete_passes_for_testing() - passes_at_start;
   EXPECT_LE(passes, 4 * static_cast<std::uint64_t>(ms) + 3 * pairs / kairos::detail::kLongHighWater + 50)
       << pairs << " submissions in " << ms << " ms";
-  for (auto& h : ring) h.cancel();
-  EXPECT_EQ(s.stats().total().ran, 0u);
-  s.shutdown_now();
+  s.shutdown_now();  // (a slow producer, as under a sanitizer, may let some 100 ms timeouts run)
 }
 
 // The stream ends with a few tasks due in 50 ms, the earliest of all (the others are due in an
