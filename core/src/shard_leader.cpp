@@ -251,7 +251,10 @@ void Shard::drain(Lock& lk, bool hold_far) {
   // The leader's own drains end at a complete pass whose items may wait (inbox.hpp).
   if (hold_far_)
     inbox_.drain_for_leader(take_in_callback(lk), request_callback(lk),
-                            [this](std::span<TaskBase* const> seen) { return unconfirmed_may_wait(seen); });
+                            [this](std::span<TaskBase* const> seen) {
+                              mu_.assert_held();  // called back at once, on this thread: under mu_
+                              return unconfirmed_may_wait(seen);
+                            });
   else
     inbox_.drain(take_in_callback(lk), request_callback(lk));
   if (!inbox_.has_unconfirmed()) {
