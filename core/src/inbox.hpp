@@ -22,7 +22,7 @@
 // a time, read each timeout a microsecond after its producer wrote it, and the cancel then took
 // the line back (W2: a complete pass every ~25 pairs). may_wait reads that last pass's items only
 // (a few, the newest: their lines are read once more than they would be; a tag in the item would
-// spare the read of a far timer's but cost every submission ~5 instructions, PERF.md's eighteenth
+// spare the read of a far timer's but cost every submission 8 instructions, PERF.md's eighteenth
 // round). They stay unconfirmed: nothing about FIFO changes.
 //
 // Held back. The leader may keep the newest confirmed submissions here instead of taking them in

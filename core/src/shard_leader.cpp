@@ -18,9 +18,10 @@
 // that producers write per submission except once per wait (the count read of the wait protocol).
 // Its own drains hold the newest far-future submissions back in the inbox (take_in_all, below)
 // until a later drain or until 2 ms before they are due. And they end at the first complete pass
-// that leaves only far timers seen and unconfirmed (Inbox::needs_confirm_pass): those wait for
-// the next drain, within the slack, so that a steady stream of submissions, of which every pass
-// sees a few new ones, does not keep the leader draining a pass at a time.
+// whose items may all wait seen and unconfirmed (far timers, tasks due later than 2 ms from now:
+// unconfirmed_may_wait, Inbox::needs_confirm_pass): the leader waits, in time for them, so that a
+// steady stream of submissions, of which every pass sees a few new ones, does not keep it
+// draining a pass at a time.
 //
 // Ownership (who may touch what):
 //   queue_, batches_, running_stoppable_, has_leader_, running_, graveyard_   mu_ (shard.hpp).
@@ -137,9 +138,10 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
   KAIROS_DCHECK(lk.owns_lock());
   // The clock read with which the last wait reached its deadline, no wake-up having come:
   // kMinNs otherwise. Such a wait's due tasks are popped before the inbox is drained. Every
-  // submission counted before the wait was armed was taken in (arm_and_check) or is a far timer
-  // left unconfirmed (not stamped yet: due 1000 slacks after a take-in still to come, later than
-  // anything this pop takes), and every later
+  // submission counted before the wait was armed was taken in (arm_and_check) or was left
+  // unconfirmed on purpose (unconfirmed_may_wait: a far timer, due 1000 slacks after a take-in
+  // still to come, or a task due kHoldAheadNs after this wait's deadline or later, held_wake;
+  // held_due below takes them in first should the wait have overrun that), and every later
   // one due before the armed deadline would have woken it (LW4), and a wake-up that came by the
   // clock read that reached the deadline voids the reach (LW11); so what the inbox holds is due
   // no earlier than the tasks just reached, and of those equal to them, submitted later (a
@@ -342,7 +344,7 @@ bool Shard::unconfirmed_may_wait(std::span<TaskBase* const> seen) {
   // (W5 47.9 B a timer against 45.5; with this rule 45.4, PERF.md's eighteenth round). Draining
   // again at once keeps the batches as they were. (A burst of equal delays, cheap to take in,
   // grows that list too, with or without this rule: not traced.)
-  if (queue_.size() - queued_at_drain_ > kBehind) return false;
+  if (queue_.size() > queued_at_drain_ + kBehind) return false;  // (remove requests may shrink it)
   std::int64_t earliest = kMaxNs;
   bool far = false;
   for (std::size_t i = seen.size(); i-- > 0;) {
