@@ -278,9 +278,9 @@ class Shard {
   // hold_far: the leader's own drains (lead, arm_and_check) may hold the newest far-future
   // submissions back (take_in_all); every other drain takes everything in.
   void drain(Lock& lk, bool hold_far = false) KAIROS_REQUIRES(mu_);
-  // The leader may wait with items seen and not yet confirmed (Inbox::needs_confirm_pass): while
-  // the scheduler is active; after a shutdown every drain takes everything in.
-  bool unconfirmed_may_wait() const noexcept { return engine_.state() == RunState::kActive; }
+  // The scheduler is active: only then may the leader wait with items seen and not yet confirmed
+  // (Inbox::needs_confirm_pass); after a shutdown every drain takes everything in.
+  bool scheduler_active() const noexcept { return engine_.state() == RunState::kActive; }
   bool drain_all(Lock& lk) KAIROS_REQUIRES(mu_);  // false: stopped early, the timer queue could not grow (inbox.hpp)
   // How many of the span's last tasks may wait in the inbox (take_in_all), and their earliest
   // deadline into held_earliest_.

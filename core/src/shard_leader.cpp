@@ -184,7 +184,7 @@ std::size_t Shard::lead(Lock& lk, Slot* batch, std::vector<TaskBase*>& grave) {
     // items may wait (inbox.hpp, unconfirmed_may_wait): for the next drain, which comes within the
     // slack of a far timer (far_seen_, below) and kHoldAheadNs before any other is due (held_wake),
     // so that a steady stream of timeouts is not chased a pass at a time.
-    if (inbox_.needs_confirm_pass(unconfirmed_may_wait()) && !refused) continue;
+    if (inbox_.needs_confirm_pass(scheduler_active()) && !refused) continue;
     if (inbox_.has_unconfirmed() && unconfirmed_far_) far_seen_ = true;
     if (must_exit(lk)) return 0;             // pop_due may have dropped the last cancelled task
     TaskBase* head = queue_.empty() ? nullptr : queue_.top();
@@ -544,14 +544,14 @@ bool Shard::arm_and_check(Lock& lk, std::int64_t deadline, std::int64_t now) {
   // Requests likewise (posted_ moves before the item is enqueued; lost_ undoes a failed one).
   for (int i = 0; inbox_.drained() < std::min(counted, inbox_.submitted()) ||
                   inbox_.removes_done() < std::min(requested, inbox_.removes_sent()) ||
-                  (inbox_.needs_confirm_pass(unconfirmed_may_wait()) && !inbox_.take_in_refused());
+                  (inbox_.needs_confirm_pass(scheduler_active()) && !inbox_.take_in_refused());
        ++i) {
     drain(lk, true);
     if (i > 64) std::this_thread::yield();
   }
   // A counted seq may have been a re-arm's (abandoned after its request): take the request in.
   drain(lk, true);
-  while (inbox_.needs_confirm_pass(unconfirmed_may_wait()) && !inbox_.take_in_refused()) drain(lk, true);
+  while (inbox_.needs_confirm_pass(scheduler_active()) && !inbox_.take_in_refused()) drain(lk, true);
   TaskBase* head = queue_.empty() ? nullptr : queue_.top();
   bool earlier = (head != nullptr && !head->never_due() && head->deadline < deadline) || held_wake() < deadline;
   // Far timers these drains saw and left unconfirmed: this wait must end within the slack of
